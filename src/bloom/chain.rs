@@ -1,0 +1,298 @@
+//! The scalable chain of Bloom layers (Almeida, Baquero, Preguiça & Hutchison, "Scalable Bloom
+//! Filters", Information Processing Letters 101(6), 2007), with RedisBloom's parameters:
+//! tightening ratio 0.5, growth = the filter's expansion (`shared/spec/redisbloom-compat.md` §4).
+
+use super::hash::HashPair;
+use super::layer::{Layer, LayerError, LayerParams, OPT_FORCE64, OPT_NOROUND, OPT_NO_SCALING};
+
+/// Each new layer's error rate is the previous one's times this (and a scaling filter's first
+/// layer gets the requested error rate times this), so the chain's compound error stays below
+/// the requested rate (Almeida et al. 2007, §4).
+pub const TIGHTENING_RATIO: f64 = 0.5;
+
+/// Default expansion (growth factor) of a new filter.
+pub const DEFAULT_EXPANSION: u32 = 2;
+
+/// `sizeof` of RedisBloom's chain struct on 64-bit builds; part of the memory formula (§8.4).
+pub const CHAIN_OVERHEAD: u64 = 32;
+/// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (§8.4).
+pub const LAYER_OVERHEAD: u64 = 64;
+
+/// What adding one item did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+    /// The item was new: its bits were set and the counters went up (reply 1).
+    Added,
+    /// Some layer already had all its bits (reply 0); nothing changed.
+    Exists,
+}
+
+/// Why an item could not be added. Nothing changed in either case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddError {
+    /// The filter is non-scaling and its only layer is full (`ERR non scaling filter is full`).
+    Full,
+    /// A new layer was needed but could not be created: zero or overflowing capacity, error
+    /// rate underflow, allocation failure or a memory limit (`ERR problem inserting into filter`).
+    CannotGrow,
+}
+
+/// A scalable Bloom filter: one or more layers, newest last.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    /// Items accepted as new over the whole chain.
+    pub size: u64,
+    /// Option bits (`layer::OPT_*`); 5 for filters made by commands, 13 when non-scaling.
+    pub options: u32,
+    /// Expansion: each new layer's capacity is the previous layer's `entries` times this.
+    pub growth: u32,
+    /// The layers, oldest first. Never empty for a valid chain.
+    pub layers: Vec<Layer>,
+}
+
+impl Chain {
+    /// A new chain whose first layer holds `capacity` items; its error rate is `error`
+    /// for a non-scaling filter and `error × TIGHTENING_RATIO` otherwise. `max_bytes` bounds
+    /// the bit array (pass `u64::MAX` for no bound).
+    ///
+    /// Errors: [`LayerError::Invalid`] for capacity 0, error ∉ (0, 1) or a size overflow;
+    /// [`LayerError::OutOfMemory`] when the bit array is over `max_bytes` or cannot be allocated.
+    pub fn new(
+        capacity: u64,
+        error: f64,
+        expansion: u32,
+        nonscaling: bool,
+        max_bytes: u64,
+    ) -> Result<Chain, LayerError> {
+        if !(error > 0.0 && error < 1.0) {
+            return Err(LayerError::Invalid);
+        }
+        let options = OPT_NOROUND | OPT_FORCE64 | if nonscaling { OPT_NO_SCALING } else { 0 };
+        let first_error = if nonscaling {
+            error
+        } else {
+            error * TIGHTENING_RATIO
+        };
+        let params = LayerParams::for_capacity(capacity, first_error, options)?;
+        if params.bytes > max_bytes {
+            return Err(LayerError::OutOfMemory);
+        }
+        Ok(Chain {
+            size: 0,
+            options,
+            growth: expansion,
+            layers: vec![Layer::new(params)?],
+        })
+    }
+
+    /// True when the chain never grows.
+    pub fn is_nonscaling(&self) -> bool {
+        self.options & OPT_NO_SCALING != 0
+    }
+
+    /// The hash pair of `item` under this chain's hash function (64-bit unless legacy).
+    #[inline]
+    pub fn hash(&self, item: &[u8]) -> HashPair {
+        if self.options & OPT_FORCE64 != 0 {
+            HashPair::hash64(item)
+        } else {
+            HashPair::hash32(item)
+        }
+    }
+
+    /// True when any layer has all k bits of `h` set (newest layer first).
+    #[inline]
+    pub fn contains_hashed(&self, h: &HashPair) -> bool {
+        self.layers.iter().rev().any(|l| l.contains(h))
+    }
+
+    /// True when `item` may have been added; false means it certainly was not.
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hashed(&self.hash(item))
+    }
+
+    /// Adds `item` (§4): an item some layer already reports is not added again; otherwise,
+    /// when the newest layer is full, a non-scaling chain refuses and a scaling one appends a
+    /// layer of `entries × growth` capacity and half the error rate, whose bit array may be
+    /// at most `max_new_layer_bytes` long. Nothing changes on error.
+    pub fn add(&mut self, item: &[u8], max_new_layer_bytes: u64) -> Result<AddOutcome, AddError> {
+        let h = self.hash(item);
+        self.add_hashed(&h, max_new_layer_bytes)
+    }
+
+    /// [`Chain::add`] for an already hashed item.
+    pub fn add_hashed(
+        &mut self,
+        h: &HashPair,
+        max_new_layer_bytes: u64,
+    ) -> Result<AddOutcome, AddError> {
+        if self.contains_hashed(h) {
+            return Ok(AddOutcome::Exists);
+        }
+        let last = self.layers.last().ok_or(AddError::CannotGrow)?;
+        if last.size >= last.params.entries {
+            if self.is_nonscaling() {
+                return Err(AddError::Full);
+            }
+            let params = self
+                .next_layer_params()
+                .map_err(|_| AddError::CannotGrow)?;
+            if params.bytes > max_new_layer_bytes {
+                return Err(AddError::CannotGrow);
+            }
+            let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
+            self.layers
+                .try_reserve(1)
+                .map_err(|_| AddError::CannotGrow)?;
+            self.layers.push(layer);
+        }
+        let last = self.layers.last_mut().ok_or(AddError::CannotGrow)?;
+        last.set(h);
+        last.size += 1;
+        self.size += 1;
+        Ok(AddOutcome::Added)
+    }
+
+    /// Parameters of the layer the chain would append next: capacity = newest `entries` ×
+    /// growth, error = newest error × [`TIGHTENING_RATIO`].
+    ///
+    /// Errors: [`LayerError::Invalid`] when the capacity is 0 or overflows, or the error rate
+    /// underflows to 0.
+    pub fn next_layer_params(&self) -> Result<LayerParams, LayerError> {
+        let last = self.layers.last().ok_or(LayerError::Invalid)?;
+        let capacity = last
+            .params
+            .entries
+            .checked_mul(u64::from(self.growth))
+            .ok_or(LayerError::Invalid)?;
+        let error = last.params.error * TIGHTENING_RATIO;
+        LayerParams::for_capacity(capacity, error, self.options)
+    }
+
+    /// Total capacity: Σ layer `entries` (BF.INFO Capacity).
+    pub fn capacity(&self) -> u64 {
+        self.layers
+            .iter()
+            .fold(0u64, |acc, l| acc.saturating_add(l.params.entries))
+    }
+
+    /// Bytes of all bit arrays together.
+    pub fn bit_array_bytes(&self) -> u64 {
+        self.layers.iter().map(|l| l.data.len() as u64).sum()
+    }
+
+    /// Memory usage in bytes as RedisBloom reports it: 32 + Σ (64 + layer bytes)
+    /// (§8.4; BF.INFO Size and the type's mem_usage callback).
+    pub fn mem_usage(&self) -> u64 {
+        CHAIN_OVERHEAD
+            + self
+                .layers
+                .iter()
+                .map(|l| LAYER_OVERHEAD + l.data.len() as u64)
+                .sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_example() {
+        // §4: BF.RESERVE bf 0.01 10 then 100 distinct adds.
+        let mut c = Chain::new(10, 0.01, 2, false, u64::MAX).unwrap();
+        let mut added = 0;
+        for i in 0..100 {
+            if c.add(format!("{i}").as_bytes(), u64::MAX).unwrap() == AddOutcome::Added {
+                added += 1;
+            }
+        }
+        let shape: Vec<(u64, f64, u64, u32, u64)> = c
+            .layers
+            .iter()
+            .map(|l| {
+                (
+                    l.params.entries,
+                    l.params.error,
+                    l.params.bytes,
+                    l.params.hashes,
+                    l.size,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (10, 0.005, 16, 8, 10),
+                (20, 0.0025, 32, 9, 20),
+                (40, 0.00125, 72, 10, 40),
+                (80, 0.000625, 160, 11, 29)
+            ]
+        );
+        assert_eq!(c.size, 99);
+        assert_eq!(added, 99);
+        for i in 0..100 {
+            assert!(c.contains(format!("{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn nonscaling_fills_up() {
+        let mut c = Chain::new(2, 0.01, 2, true, u64::MAX).unwrap();
+        assert_eq!(c.options, 13);
+        assert_eq!(c.layers[0].params.error, 0.01);
+        assert_eq!(c.add(b"a", u64::MAX), Ok(AddOutcome::Added));
+        assert_eq!(c.add(b"b", u64::MAX), Ok(AddOutcome::Added));
+        assert_eq!(c.add(b"a", u64::MAX), Ok(AddOutcome::Exists));
+        assert_eq!(c.add(b"c", u64::MAX), Err(AddError::Full));
+        assert_eq!(c.size, 2);
+        assert_eq!(c.layers.len(), 1);
+    }
+
+    #[test]
+    fn growth_refused_by_budget_changes_nothing() {
+        let mut c = Chain::new(1, 0.01, 2, false, u64::MAX).unwrap();
+        c.add(b"a", u64::MAX).unwrap();
+        let before = c.clone();
+        assert_eq!(c.add(b"b", 7), Err(AddError::CannotGrow));
+        assert_eq!(c, before);
+        assert_eq!(c.add(b"b", u64::MAX), Ok(AddOutcome::Added));
+        assert_eq!(c.layers.len(), 2);
+    }
+
+    #[test]
+    fn error_underflow_stops_growth() {
+        let mut c = Chain::new(1, 0.5, 1, false, u64::MAX).unwrap();
+        let mut i = 0u64;
+        let err = loop {
+            match c.add(&i.to_le_bytes(), u64::MAX) {
+                Ok(_) => i += 1,
+                Err(e) => break e,
+            }
+            assert!(i < 5000, "the chain must stop growing once the error rate underflows");
+        };
+        assert_eq!(err, AddError::CannotGrow);
+        assert!(c.layers.len() > 1000, "{} layers", c.layers.len());
+        assert!(c.layers.last().unwrap().params.error > 0.0);
+    }
+
+    #[test]
+    fn memory_formula() {
+        assert_eq!(Chain::new(100, 0.01, 2, false, u64::MAX).unwrap().mem_usage(), 240);
+        assert_eq!(Chain::new(100, 0.001, 2, false, u64::MAX).unwrap().mem_usage(), 296);
+        assert_eq!(Chain::new(3, 0.01, 2, true, u64::MAX).unwrap().mem_usage(), 104);
+        assert_eq!(Chain::new(1000, 0.05, 2, false, u64::MAX).unwrap().mem_usage(), 1056);
+        assert_eq!(
+            Chain::new(1_000_000, 0.01, 2, false, u64::MAX).unwrap().mem_usage(),
+            1_378_568
+        );
+    }
+
+    #[test]
+    fn absurd_capacity_is_an_error() {
+        assert_eq!(
+            Chain::new(1_000_000_000_000_000_000, 0.01, 2, false, u64::MAX).unwrap_err(),
+            LayerError::OutOfMemory
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! Item hashing: MurmurHash64A (all modern filters) and the legacy 32-bit MurmurHash2.
+//!
+//! Both functions are the textbook ones by Austin Appleby; the seeds and the
+//! "two hashes per item" scheme follow `shared/spec/redisbloom-compat.md` §2, so the bit
+//! positions we compute are identical to RedisBloom's (DECISIONS.md D1: never `ahash`, never
+//! `std`'s `DefaultHasher` — their output is not stable across builds).
+
+/// Seed of the first 64-bit hash (`a`); the second hash (`b`) is seeded with `a`.
+pub const SEED64: u64 = 0xc6a4a7935bd1e995;
+/// Seed of the first legacy 32-bit hash; the second one is seeded with the first result.
+pub const SEED32: u32 = 0x9747b28c;
+
+/// MurmurHash64A (64-bit, for 64-bit platforms) of `data` with `seed`.
+///
+/// Words are read little-endian, so the value is the same on every host.
+pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
+    const M: u64 = 0xc6a4a7935bd1e995;
+    const R: u32 = 47;
+    let mut h = seed ^ (data.len() as u64).wrapping_mul(M);
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let mut k = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h ^= k;
+        h = h.wrapping_mul(M);
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        for (i, &b) in tail.iter().enumerate() {
+            h ^= u64::from(b) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> R;
+    h = h.wrapping_mul(M);
+    h ^= h >> R;
+    h
+}
+
+/// MurmurHash2 (32-bit) of `data` with `seed`; used only by legacy filters (FORCE64 clear).
+pub fn murmur2_32(data: &[u8], seed: u32) -> u32 {
+    const M: u32 = 0x5bd1e995;
+    const R: u32 = 24;
+    let mut h = seed ^ (data.len() as u32);
+    let mut blocks = data.chunks_exact(4);
+    for b in &mut blocks {
+        let mut k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        for (i, &b) in tail.iter().enumerate() {
+            h ^= u32::from(b) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h
+}
+
+/// The two hash values from which all k bit positions of an item are derived (§2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashPair {
+    /// First hash.
+    pub a: u64,
+    /// Second hash (the stride between successive bit positions).
+    pub b: u64,
+}
+
+impl HashPair {
+    /// 64-bit pair: `a = MurmurHash64A(item, SEED64)`, `b = MurmurHash64A(item, a)`.
+    pub fn hash64(item: &[u8]) -> HashPair {
+        let a = murmur64a(item, SEED64);
+        HashPair {
+            a,
+            b: murmur64a(item, a),
+        }
+    }
+
+    /// Legacy 32-bit pair, zero-extended: `a = MurmurHash2(item, SEED32)`, `b = MurmurHash2(item, a)`.
+    pub fn hash32(item: &[u8]) -> HashPair {
+        let a = murmur2_32(item, SEED32);
+        HashPair {
+            a: u64::from(a),
+            b: u64::from(murmur2_32(item, a)),
+        }
+    }
+
+    /// The i-th bit position modulo `modulus`: `(a + i·b) mod 2^64 mod modulus` (§2.2).
+    #[inline]
+    pub fn position(&self, i: u64, modulus: u64) -> u64 {
+        self.a.wrapping_add(i.wrapping_mul(self.b)) % modulus
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair_hex(item: &[u8]) -> (String, String) {
+        let p = HashPair::hash64(item);
+        (format!("{:016x}", p.a), format!("{:016x}", p.b))
+    }
+
+    #[test]
+    fn murmur64a_check_values() {
+        assert_eq!(
+            pair_hex(b"hello"),
+            ("5ba5b8a59803e699".into(), "a7d451d588a0c2a4".into())
+        );
+        assert_eq!(
+            pair_hex(b""),
+            ("1ab11ea5a7b2c56e".into(), "bbddcb5ab56dd547".into())
+        );
+        assert_eq!(
+            pair_hex(b"a"),
+            ("4292cee227b9150a".into(), "7e9b527031f50c11".into())
+        );
+        assert_eq!(
+            pair_hex(b"foobar123"),
+            ("4b4889d61d22a420".into(), "b6527c10fba0d72b".into())
+        );
+    }
+
+    #[test]
+    fn murmur2_check_values() {
+        let p = HashPair::hash32(b"hello");
+        assert_eq!((p.a, p.b), (0x7f1ddbbd, 0xed999d2d));
+        let p = HashPair::hash32(b"");
+        assert_eq!((p.a, p.b), (0x106e08d9, 0x456d9087));
+    }
+
+    #[test]
+    fn bit_positions_example() {
+        // §2.2: bits 11072, k = 8, item "hello".
+        let p = HashPair::hash64(b"hello");
+        let got: Vec<u64> = (0..8).map(|i| p.position(i, 11072)).collect();
+        assert_eq!(got, vec![11033, 2749, 3681, 6469, 7401, 10189, 1905, 2837]);
+    }
+}

@@ -1,0 +1,294 @@
+//! One Bloom layer ("link" / "sub-filter"): sizing, bit positions, test and set.
+//!
+//! Sizing follows `shared/spec/redisbloom-compat.md` §3 bit for bit; the formulas are the
+//! classic optimum for a Bloom filter (bits per entry = −ln(p)/ln²2, k = ln2 · bits per entry,
+//! e.g. Broder & Mitzenmacher, "Network Applications of Bloom Filters", 2004) with RedisBloom's
+//! truncated constants and rounding.
+
+use super::hash::HashPair;
+
+/// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact).
+pub const LN2: f64 = 0.693147180559945;
+/// (ln 2)², truncated exactly as RedisBloom's source has it.
+pub const LN2_SQUARED: f64 = 0.480453013918201;
+
+/// Option bit: exact bit count (no power-of-two rounding).
+pub const OPT_NOROUND: u32 = 1;
+/// Option bit: capacity argument is log2(bits) (never produced by commands; legacy).
+pub const OPT_ENTS_IS_BITS: u32 = 2;
+/// Option bit: 64-bit MurmurHash64A hashing (clear = legacy 32-bit MurmurHash2).
+pub const OPT_FORCE64: u32 = 4;
+/// Option bit: the chain never grows; a full filter rejects new items.
+pub const OPT_NO_SCALING: u32 = 8;
+/// Every option bit a valid chain may carry.
+pub const OPT_ALL: u32 = OPT_NOROUND | OPT_ENTS_IS_BITS | OPT_FORCE64 | OPT_NO_SCALING;
+
+/// Upper bound on the hash count (k) we accept from stored data. A layer built by any
+/// RedisBloom-compatible module has k ≤ 1076 (its error rate is ≥ the smallest f64);
+/// a larger k can only come from a crafted payload and would make every lookup crawl.
+pub const MAX_HASHES: u32 = 2048;
+
+/// Why a layer could not be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerError {
+    /// The parameters do not describe a layer (capacity 0, error rate ∉ (0, 1), size overflow).
+    Invalid,
+    /// The bit array could not be allocated (or a memory limit refused it).
+    OutOfMemory,
+}
+
+/// Bits per entry for an error rate: `|ln(error) / ln²2|` (§3).
+pub fn bits_per_entry(error: f64) -> f64 {
+    (error.ln() / LN2_SQUARED).abs()
+}
+
+/// Hash count for a bits-per-entry value: `ceil(ln2 · bpe)` (§3). Saturates at `u32::MAX`.
+pub fn hash_count(bpe: f64) -> u32 {
+    (LN2 * bpe).ceil() as u32
+}
+
+/// The shape of a layer without its bit array: what sizing computes and what dumps carry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerParams {
+    /// Capacity (items the layer is sized for).
+    pub entries: u64,
+    /// Target false-positive rate of this layer.
+    pub error: f64,
+    /// Bits per entry.
+    pub bpe: f64,
+    /// Hash count k.
+    pub hashes: u32,
+    /// Stored bit count (always `bytes × 8`).
+    pub bits: u64,
+    /// Size of the bit array in bytes (a multiple of 8).
+    pub bytes: u64,
+    /// log2 of the indexed bit count for power-of-two layers; 0 for exact-size layers.
+    pub n2: u8,
+}
+
+impl LayerParams {
+    /// Sizes a layer for `capacity` items at false-positive rate `error`, following §3.1
+    /// (`options` has NOROUND) or §3.2 (legacy power-of-two layers).
+    ///
+    /// Errors: [`LayerError::Invalid`] when capacity is 0, error ∉ (0, 1), or the size does
+    /// not fit in 64 bits.
+    pub fn for_capacity(capacity: u64, error: f64, options: u32) -> Result<Self, LayerError> {
+        if capacity < 1 || !(error > 0.0 && error < 1.0) {
+            return Err(LayerError::Invalid);
+        }
+        let bpe = bits_per_entry(error);
+        let hashes = hash_count(bpe);
+        let product = capacity as f64 * bpe;
+        let (entries, n2, raw_bits) = if options & OPT_NOROUND != 0 {
+            // Float-to-int `as` saturates; C truncates. Both agree for every value that fits.
+            ((capacity), 0u8, (product as u64).max(1))
+        } else if options & OPT_ENTS_IS_BITS != 0 {
+            if capacity > 63 {
+                return Err(LayerError::Invalid);
+            }
+            let n2 = capacity as u8;
+            let bits = 1u64 << n2;
+            ((bits as f64 / bpe) as u64, n2, bits)
+        } else {
+            if !product.is_finite() || product <= 0.0 {
+                return Err(LayerError::Invalid);
+            }
+            // C's logb: the exact binary exponent of the product.
+            let exponent = exact_binary_exponent(product).ok_or(LayerError::Invalid)?;
+            let n2 = exponent + 1;
+            if !(1..=63).contains(&n2) {
+                return Err(LayerError::Invalid);
+            }
+            let bits = 1u64 << n2;
+            let spare = ((bits as f64 - product) as u64) as f64;
+            let extra = (spare / bpe) as u64;
+            (
+                capacity.checked_add(extra).ok_or(LayerError::Invalid)?,
+                n2 as u8,
+                bits,
+            )
+        };
+        let bytes = raw_bits.div_ceil(64).checked_mul(8).ok_or(LayerError::Invalid)?;
+        let bits = bytes.checked_mul(8).ok_or(LayerError::Invalid)?;
+        Ok(LayerParams {
+            entries,
+            error,
+            bpe,
+            hashes,
+            bits,
+            bytes,
+            n2,
+        })
+    }
+
+    /// Integrity test applied to layers read from a dump header or an RDB value
+    /// (§7.3, §8.2): 0 < error < 1, n2 ≤ 63, n2 = 0 or bits ≥ 2^n2, bits ≠ 0,
+    /// bits = bytes × 8, hashes = ceil(ln2 · bpe), and hashes ≤ [`MAX_HASHES`].
+    pub fn is_consistent(&self) -> bool {
+        self.error > 0.0
+            && self.error < 1.0
+            && self.n2 <= 63
+            && (self.n2 == 0 || self.bits >= 1u64 << self.n2)
+            && self.bits != 0
+            && self.bytes.checked_mul(8) == Some(self.bits)
+            && self.hashes == hash_count(self.bpe)
+            && self.hashes <= MAX_HASHES
+    }
+
+    /// The modulus M of bit positions: 2^n2 for power-of-two layers, else `bits`.
+    pub fn modulus(&self) -> u64 {
+        if self.n2 > 0 {
+            1u64 << self.n2
+        } else {
+            self.bits
+        }
+    }
+}
+
+/// The binary exponent of a positive finite f64 (C's `logb`), or None for subnormals.
+fn exact_binary_exponent(x: f64) -> Option<i64> {
+    let biased = ((x.to_bits() >> 52) & 0x7ff) as i64;
+    if biased == 0 || biased == 0x7ff {
+        None
+    } else {
+        Some(biased - 1023)
+    }
+}
+
+/// Allocates a zeroed buffer of `len` bytes without aborting on failure.
+///
+/// Errors: [`LayerError::OutOfMemory`] when `len` does not fit in memory.
+pub fn try_zeroed(len: u64) -> Result<Vec<u8>, LayerError> {
+    let len = usize::try_from(len).map_err(|_| LayerError::OutOfMemory)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| LayerError::OutOfMemory)?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+/// One Bloom layer: its parameters, its item count and its bit array.
+///
+/// Bit `x` lives in byte `x / 8` at mask `1 << (x % 8)` (LSB first), which is also the byte
+/// order of SCANDUMP chunks and RDB strings (DECISIONS.md D2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer {
+    /// Shape of the layer.
+    pub params: LayerParams,
+    /// Items accepted into this layer.
+    pub size: u64,
+    /// The bit array, exactly `params.bytes` long.
+    pub data: Vec<u8>,
+}
+
+impl Layer {
+    /// A new, empty layer. Errors: [`LayerError::OutOfMemory`] if the bit array cannot be
+    /// allocated.
+    pub fn new(params: LayerParams) -> Result<Layer, LayerError> {
+        Ok(Layer {
+            params,
+            size: 0,
+            data: try_zeroed(params.bytes)?,
+        })
+    }
+
+    /// True when every one of the k bits of `h` is set. Tests in order, stops at the first
+    /// clear bit.
+    #[inline]
+    pub fn contains(&self, h: &HashPair) -> bool {
+        let m = self.params.modulus();
+        (0..u64::from(self.params.hashes)).all(|i| {
+            let x = h.position(i, m);
+            self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
+        })
+    }
+
+    /// Sets the k bits of `h`. Does not touch the item count.
+    #[inline]
+    pub fn set(&mut self, h: &HashPair) {
+        let m = self.params.modulus();
+        for i in 0..u64::from(self.params.hashes) {
+            let x = h.position(i, m);
+            self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODERN: u32 = OPT_NOROUND | OPT_FORCE64;
+
+    #[test]
+    fn sizing_table() {
+        // (error, capacity, bpe, k, bytes, bits) from §3.1.
+        let rows: [(f64, u64, f64, u32, u64, u64); 8] = [
+            (0.005, 100, 11.027753, 8, 144, 1152),
+            (0.005, 1000, 11.027753, 8, 1384, 11072),
+            (0.0005, 100, 15.820283, 11, 200, 1600),
+            (0.025, 1000, 7.677919, 6, 960, 7680),
+            (0.01, 3, 9.585058, 7, 8, 64),
+            (0.005, 1_000_000, 11.027753, 8, 1_378_472, 11_027_776),
+            (0.0005, 10_000_000, 15.820283, 11, 19_775_360, 158_202_880),
+            (5e-7, 300_000_000, 30.197870, 21, 1_132_420_136, 9_059_361_088),
+        ];
+        for (error, cap, bpe, k, bytes, bits) in rows {
+            let p = LayerParams::for_capacity(cap, error, MODERN).unwrap();
+            assert!((p.bpe - bpe).abs() < 1e-6, "bpe for {error}/{cap}: {}", p.bpe);
+            assert_eq!(p.hashes, k, "k for {error}/{cap}");
+            assert_eq!(p.bytes, bytes, "bytes for {error}/{cap}");
+            assert_eq!(p.bits, bits, "bits for {error}/{cap}");
+            assert_eq!(p.entries, cap);
+            assert_eq!(p.n2, 0);
+            assert!(p.is_consistent());
+        }
+    }
+
+    #[test]
+    fn invalid_parameters() {
+        assert_eq!(
+            LayerParams::for_capacity(0, 0.01, MODERN),
+            Err(LayerError::Invalid)
+        );
+        for e in [0.0, 1.0, -0.5, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                LayerParams::for_capacity(10, e, MODERN),
+                Err(LayerError::Invalid)
+            );
+        }
+    }
+
+    #[test]
+    fn power_of_two_layer() {
+        // capacity 100 at 0.01: product 958.5 → logb 9 → n2 10 → 1024 bits;
+        // entries = 100 + trunc(trunc(1024 − 958.5)/9.585) = 100 + trunc(65/9.585) = 106.
+        let p = LayerParams::for_capacity(100, 0.01, OPT_FORCE64).unwrap();
+        assert_eq!(p.n2, 10);
+        assert_eq!(p.modulus(), 1024);
+        assert_eq!(p.bytes, 128);
+        assert_eq!(p.bits, 1024);
+        assert_eq!(p.entries, 106);
+        // Tiny layer: 8 bytes stored, 2^n2 < 64 indexed.
+        let p = LayerParams::for_capacity(1, 0.1, 0).unwrap();
+        assert_eq!(p.n2, 3);
+        assert_eq!((p.bytes, p.bits, p.modulus()), (8, 64, 8));
+    }
+
+    #[test]
+    fn huge_allocation_is_an_error() {
+        assert_eq!(try_zeroed(u64::MAX).unwrap_err(), LayerError::OutOfMemory);
+        assert_eq!(try_zeroed(1 << 62).unwrap_err(), LayerError::OutOfMemory);
+    }
+
+    #[test]
+    fn set_then_contains() {
+        let mut l = Layer::new(LayerParams::for_capacity(1000, 0.005, MODERN).unwrap()).unwrap();
+        let h = HashPair::hash64(b"hello");
+        assert!(!l.contains(&h));
+        l.set(&h);
+        assert!(l.contains(&h));
+        let set: Vec<usize> = (0..l.data.len()).filter(|&i| l.data[i] != 0).collect();
+        assert_eq!(set, vec![238, 343, 354, 460, 808, 925, 1273, 1379]);
+    }
+}

@@ -1,0 +1,282 @@
+//! Test harness: starts a real redis-server with the freshly built module on a free
+//! 127.0.0.1 port inside a temporary directory, and always stops it (Drop).
+//!
+//! Environment:
+//! - `BF_MODULE`: path of the module (default `target/release/libredis_bf.so`, built by
+//!   `scripts/test.sh` before `cargo test`).
+//! - `REDIS_SERVER`: server binary (default `redis-server`; a `valkey-server` works too).
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the module shared object under test.
+pub fn module_path() -> PathBuf {
+    let p = std::env::var_os("BF_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so")
+        });
+    assert!(
+        p.exists(),
+        "module {} not found: run `cargo build --release` first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// The server binary to run.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// A free TCP port on 127.0.0.1 (bound then released; good enough for tests).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running redis-server with the module loaded. Killed and its directory removed on drop.
+pub struct Server {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+    module_args: Vec<String>,
+    extra: Vec<(String, String)>,
+}
+
+impl Server {
+    /// Starts a server with default settings (`--enable-debug-command yes`, no AOF, no
+    /// background saves).
+    pub fn start() -> Server {
+        Server::start_with(&[], &[])
+    }
+
+    /// Starts a server with module load arguments and extra `--name value` config options.
+    pub fn start_with(module_args: &[&str], extra: &[(&str, &str)]) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix("redis-bf-test")
+            .tempdir()
+            .unwrap();
+        let mut s = Server {
+            port: 0,
+            dir,
+            child: None,
+            module_args: module_args.iter().map(|s| s.to_string()).collect(),
+            extra: extra
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        // Retry on a port collision (another test grabbed the same free port).
+        for _ in 0..5 {
+            if self.port == 0 {
+                self.port = free_port();
+            }
+            let mut cmd = Command::new(server_binary());
+            cmd.arg("--port")
+                .arg(self.port.to_string())
+                .arg("--bind")
+                .arg("127.0.0.1")
+                .arg("--dir")
+                .arg(self.dir.path())
+                .arg("--save")
+                .arg("")
+                .arg("--enable-debug-command")
+                .arg("yes")
+                .arg("--daemonize")
+                .arg("no")
+                .arg("--logfile")
+                .arg(self.dir.path().join("server.log"));
+            let mut load = vec![module_path().display().to_string()];
+            load.extend(self.module_args.iter().cloned());
+            cmd.arg("--loadmodule").args(&load);
+            for (k, v) in &self.extra {
+                cmd.arg(format!("--{k}")).arg(v);
+            }
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            let child = cmd.spawn().expect("cannot start redis-server");
+            self.child = Some(child);
+            if self.wait_ready() {
+                return;
+            }
+            self.kill();
+            self.port = 0;
+        }
+        panic!("redis-server did not start; log:\n{}", self.log());
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return false;
+                }
+            }
+            if let Ok(mut con) = self.try_conn() {
+                // Wait until loading (RDB/AOF) is over.
+                if let Ok(r) = redis::cmd("PING").query::<String>(&mut con) {
+                    if r == "PONG" {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        client.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A RESP2 connection.
+    pub fn conn(&self) -> redis::Connection {
+        self.try_conn().expect("connect")
+    }
+
+    /// A RESP3 connection.
+    pub fn conn3(&self) -> redis::Connection {
+        let client =
+            redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", self.port))
+                .unwrap();
+        client.get_connection().expect("connect resp3")
+    }
+
+    /// The server log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// True while the process is alive.
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Stops the server (SIGKILL) without removing its directory.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops the server with SHUTDOWN NOSAVE (or kill) and starts it again on the same port and
+    /// directory with the same arguments (plus `extra`), so it loads what it persisted.
+    pub fn restart(&mut self, extra: &[(&str, &str)]) {
+        if let Ok(mut c) = self.try_conn() {
+            let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut c);
+        }
+        if let Some(mut c) = self.child.take() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for (k, v) in extra {
+            self.extra.retain(|(a, _)| a != k);
+            self.extra.push((k.to_string(), v.to_string()));
+        }
+        self.launch();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends one command and returns the raw RESP reply bytes, for byte-exact checks of reply
+/// shapes and error texts. `resp3` sends HELLO 3 first on the same socket.
+pub fn raw_command(port: u16, resp3: bool, args: &[&[u8]]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let encode = |args: &[&[u8]]| {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    };
+    if resp3 {
+        s.write_all(&encode(&[b"HELLO", b"3"])).unwrap();
+        // Read and discard the HELLO map: read until the reply is complete.
+        let _ = read_reply(&mut s);
+    }
+    s.write_all(&encode(args)).unwrap();
+    let r = read_reply(&mut s);
+    let _ = s.read(&mut [0u8; 0]);
+    r
+}
+
+/// Reads one complete RESP2/RESP3 reply from `s`, returned as raw bytes.
+fn read_reply(s: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 65536];
+    loop {
+        if let Some(n) = complete_len(&buf, 0) {
+            buf.truncate(n);
+            return buf;
+        }
+        let n = s.read(&mut tmp).expect("read reply");
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+/// Length of the complete RESP value starting at `pos`, if all of it is in `buf`.
+fn complete_len(buf: &[u8], pos: usize) -> Option<usize> {
+    let line_end = pos + buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
+    let head = *buf.get(pos)?;
+    let body = std::str::from_utf8(&buf[pos + 1..line_end]).ok()?;
+    let after = line_end + 2;
+    match head {
+        b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Some(after),
+        b'$' | b'=' | b'!' => {
+            let n: i64 = body.parse().ok()?;
+            if n < 0 {
+                Some(after)
+            } else {
+                let end = after + n as usize + 2;
+                (buf.len() >= end).then_some(end)
+            }
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let mut n: i64 = body.parse().ok()?;
+            if n < 0 {
+                return Some(after);
+            }
+            if head == b'%' || head == b'|' {
+                n *= 2;
+            }
+            let mut p = after;
+            for _ in 0..n {
+                p = complete_len(buf, p)?;
+            }
+            Some(p)
+        }
+        _ => None,
+    }
+}
