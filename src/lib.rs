@@ -4,3 +4,4 @@
 //! SCANDUMP); the `module` part is the thin Redis layer.
 
 pub mod bloom;
+pub mod module;

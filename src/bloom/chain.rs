@@ -90,6 +90,14 @@ impl Chain {
         self.options & OPT_NO_SCALING != 0
     }
 
+    /// True when the newest layer is full, so adding a new item needs a new layer (or, for a
+    /// non-scaling chain, fails).
+    pub fn needs_new_layer(&self) -> bool {
+        self.layers
+            .last()
+            .is_none_or(|l| l.size >= l.params.entries)
+    }
+
     /// The hash pair of `item` under this chain's hash function (64-bit unless legacy).
     #[inline]
     pub fn hash(&self, item: &[u8]) -> HashPair {
@@ -134,9 +142,7 @@ impl Chain {
             if self.is_nonscaling() {
                 return Err(AddError::Full);
             }
-            let params = self
-                .next_layer_params()
-                .map_err(|_| AddError::CannotGrow)?;
+            let params = self.next_layer_params().map_err(|_| AddError::CannotGrow)?;
             if params.bytes > max_new_layer_bytes {
                 return Err(AddError::CannotGrow);
             }
@@ -269,7 +275,10 @@ mod tests {
                 Ok(_) => i += 1,
                 Err(e) => break e,
             }
-            assert!(i < 5000, "the chain must stop growing once the error rate underflows");
+            assert!(
+                i < 5000,
+                "the chain must stop growing once the error rate underflows"
+            );
         };
         assert_eq!(err, AddError::CannotGrow);
         assert!(c.layers.len() > 1000, "{} layers", c.layers.len());
@@ -278,12 +287,32 @@ mod tests {
 
     #[test]
     fn memory_formula() {
-        assert_eq!(Chain::new(100, 0.01, 2, false, u64::MAX).unwrap().mem_usage(), 240);
-        assert_eq!(Chain::new(100, 0.001, 2, false, u64::MAX).unwrap().mem_usage(), 296);
-        assert_eq!(Chain::new(3, 0.01, 2, true, u64::MAX).unwrap().mem_usage(), 104);
-        assert_eq!(Chain::new(1000, 0.05, 2, false, u64::MAX).unwrap().mem_usage(), 1056);
         assert_eq!(
-            Chain::new(1_000_000, 0.01, 2, false, u64::MAX).unwrap().mem_usage(),
+            Chain::new(100, 0.01, 2, false, u64::MAX)
+                .unwrap()
+                .mem_usage(),
+            240
+        );
+        assert_eq!(
+            Chain::new(100, 0.001, 2, false, u64::MAX)
+                .unwrap()
+                .mem_usage(),
+            296
+        );
+        assert_eq!(
+            Chain::new(3, 0.01, 2, true, u64::MAX).unwrap().mem_usage(),
+            104
+        );
+        assert_eq!(
+            Chain::new(1000, 0.05, 2, false, u64::MAX)
+                .unwrap()
+                .mem_usage(),
+            1056
+        );
+        assert_eq!(
+            Chain::new(1_000_000, 0.01, 2, false, u64::MAX)
+                .unwrap()
+                .mem_usage(),
             1_378_568
         );
     }

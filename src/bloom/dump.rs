@@ -241,7 +241,10 @@ mod tests {
         }
         assert_eq!(restored, c);
         // Wrong length, zero layers, bad option bit, sizes that do not add up, budget.
-        assert_eq!(decode_header(&h[..h.len() - 1], u64::MAX), Err(ChunkError::BadData));
+        assert_eq!(
+            decode_header(&h[..h.len() - 1], u64::MAX),
+            Err(ChunkError::BadData)
+        );
         let mut bad = h.clone();
         bad[12] = 16;
         assert_eq!(decode_header(&bad, u64::MAX), Err(ChunkError::BadData));
@@ -265,7 +268,10 @@ mod tests {
         assert_eq!(apply_chunk(&mut c, 26, b""), Err(ChunkError::NoLink));
         assert_eq!(apply_chunk(&mut c, 25, b""), Err(ChunkError::NoLink));
         assert_eq!(apply_chunk(&mut c, 24, b""), Ok(()));
-        assert_eq!(apply_chunk(&mut c, 12, b"0123456789"), Err(ChunkError::TooBig));
+        assert_eq!(
+            apply_chunk(&mut c, 12, b"0123456789"),
+            Err(ChunkError::TooBig)
+        );
         assert_eq!(apply_chunk(&mut c, 9, b"01234567"), Ok(()));
         assert_eq!(&c.layers[0].data, b"01234567");
     }

@@ -7,7 +7,9 @@
 
 use super::hash::HashPair;
 
-/// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact).
+/// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact;
+/// `std::f64::consts::LN_2` differs in the last digits and would change some hash counts).
+#[allow(clippy::approx_constant)]
 pub const LN2: f64 = 0.693147180559945;
 /// (ln 2)², truncated exactly as RedisBloom's source has it.
 pub const LN2_SQUARED: f64 = 0.480453013918201;
@@ -108,7 +110,10 @@ impl LayerParams {
                 bits,
             )
         };
-        let bytes = raw_bits.div_ceil(64).checked_mul(8).ok_or(LayerError::Invalid)?;
+        let bytes = raw_bits
+            .div_ceil(64)
+            .checked_mul(8)
+            .ok_or(LayerError::Invalid)?;
         let bits = bytes.checked_mul(8).ok_or(LayerError::Invalid)?;
         Ok(LayerParams {
             entries,
@@ -231,11 +236,22 @@ mod tests {
             (0.01, 3, 9.585058, 7, 8, 64),
             (0.005, 1_000_000, 11.027753, 8, 1_378_472, 11_027_776),
             (0.0005, 10_000_000, 15.820283, 11, 19_775_360, 158_202_880),
-            (5e-7, 300_000_000, 30.197870, 21, 1_132_420_136, 9_059_361_088),
+            (
+                5e-7,
+                300_000_000,
+                30.197870,
+                21,
+                1_132_420_136,
+                9_059_361_088,
+            ),
         ];
         for (error, cap, bpe, k, bytes, bits) in rows {
             let p = LayerParams::for_capacity(cap, error, MODERN).unwrap();
-            assert!((p.bpe - bpe).abs() < 1e-6, "bpe for {error}/{cap}: {}", p.bpe);
+            assert!(
+                (p.bpe - bpe).abs() < 1e-6,
+                "bpe for {error}/{cap}: {}",
+                p.bpe
+            );
             assert_eq!(p.hashes, k, "k for {error}/{cap}");
             assert_eq!(p.bytes, bytes, "bytes for {error}/{cap}");
             assert_eq!(p.bits, bits, "bits for {error}/{cap}");

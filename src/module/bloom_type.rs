@@ -1,0 +1,227 @@
+//! The native data type `MBbloom--` (encoding version 4) and its callbacks: RDB save/load,
+//! AOF rewrite, memory usage, free, copy and digest (`redisbloom-compat.md` §8,
+//! DECISIONS.md D4/D7). Every callback catches panics: none may unwind into Redis.
+
+use crate::bloom::dump::{chunk_at, encode_header};
+use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
+use crate::bloom::Chain;
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+use std::ffi::c_void;
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The Bloom type as RedisBloom names it, so RDB files and DUMP payloads interchange.
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    "MBbloom--",
+    rdb::ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// A key's Bloom value: missing, present, or another type (WRONGTYPE).
+pub enum Lookup<T> {
+    /// The key does not exist.
+    Missing,
+    /// The key holds a Bloom filter.
+    Found(T),
+    /// The key holds another type.
+    WrongType,
+}
+
+/// Reads the filter of a key opened read-only.
+pub fn lookup(key: &RedisKey) -> Lookup<&Chain> {
+    match key.get_value::<Chain>(&BLOOM_TYPE) {
+        Ok(Some(c)) => Lookup::Found(c),
+        Ok(None) => Lookup::Missing,
+        Err(_) => Lookup::WrongType,
+    }
+}
+
+/// Borrows the filter of a key opened for writing. The borrow must not outlive `key`.
+pub fn lookup_mut(key: &RedisKeyWritable) -> Lookup<&mut Chain> {
+    match key.get_value::<Chain>(&BLOOM_TYPE) {
+        Ok(Some(c)) => Lookup::Found(c),
+        Ok(None) => Lookup::Missing,
+        Err(_) => Lookup::WrongType,
+    }
+}
+
+/// Module-API value reader over an RDB / DUMP stream.
+struct IoReader(*mut raw::RedisModuleIO);
+
+impl ValueReader for IoReader {
+    fn read_unsigned(&mut self) -> Result<u64, DecodeError> {
+        raw::load_unsigned(self.0).map_err(|_| DecodeError)
+    }
+    fn read_double(&mut self) -> Result<f64, DecodeError> {
+        raw::load_double(self.0).map_err(|_| DecodeError)
+    }
+    fn read_bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let buf = raw::load_string_buffer(self.0).map_err(|_| DecodeError)?;
+        let bytes = buf.as_ref();
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes.len()).map_err(|_| DecodeError)?;
+        v.extend_from_slice(bytes);
+        Ok(v)
+    }
+}
+
+/// Module-API value writer over an RDB / DUMP stream.
+struct IoWriter(*mut raw::RedisModuleIO);
+
+impl ValueWriter for IoWriter {
+    fn write_unsigned(&mut self, v: u64) {
+        raw::save_unsigned(self.0, v);
+    }
+    fn write_double(&mut self, v: f64) {
+        raw::save_double(self.0, v);
+    }
+    fn write_bytes(&mut self, v: &[u8]) {
+        raw::save_slice(self.0, v);
+    }
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    let loaded = catch_unwind(AssertUnwindSafe(|| rdb::load(&mut IoReader(rdb), encver)));
+    match loaded {
+        Ok(Ok(chain)) => Box::into_raw(Box::new(chain)).cast(),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: Redis passes a value this module created (a boxed Chain), alive for the call.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| rdb::save(chain, &mut IoWriter(rdb))));
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: as in rdb_save.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let emit = |iter: i64, data: &[u8]| {
+            // SAFETY: EmitAOF is variadic: format "slb" takes the key (RedisModuleString*), a
+            // long long and a (pointer, length) buffer, all valid for the call.
+            unsafe {
+                raw::RedisModule_EmitAOF.unwrap()(
+                    aof,
+                    c"BF.LOADCHUNK".as_ptr(),
+                    c"slb".as_ptr(),
+                    key,
+                    iter as std::os::raw::c_longlong,
+                    data.as_ptr().cast::<c_char>(),
+                    data.len(),
+                );
+            }
+        };
+        emit(1, &encode_header(chain));
+        let mut iter = 1;
+        loop {
+            let (next, data) = chunk_at(chain, iter);
+            if next == 0 {
+                break;
+            }
+            emit(next, data);
+            iter = next;
+        }
+    }));
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: as in rdb_save.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    chain.mem_usage() as usize
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: the value was created with Box::into_raw(Box<Chain>) by this module and
+        // Redis frees it exactly once.
+        drop(unsafe { Box::from_raw(value.cast::<Chain>()) });
+    }
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: as in rdb_save.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let cloned = catch_unwind(AssertUnwindSafe(|| try_clone(chain)));
+    match cloned {
+        Ok(Some(c)) => Box::into_raw(Box::new(c)).cast(),
+        // Null makes COPY fail with an error instead of aborting on allocation failure.
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// A deep copy whose bit arrays are allocated fallibly.
+fn try_clone(chain: &Chain) -> Option<Chain> {
+    let mut layers = Vec::new();
+    layers.try_reserve_exact(chain.layers.len()).ok()?;
+    for l in &chain.layers {
+        let mut data = Vec::new();
+        data.try_reserve_exact(l.data.len()).ok()?;
+        data.extend_from_slice(&l.data);
+        layers.push(crate::bloom::layer::Layer {
+            params: l.params,
+            size: l.size,
+            data,
+        });
+    }
+    Some(Chain {
+        size: chain.size,
+        options: chain.options,
+        growth: chain.growth,
+        layers,
+    })
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: as in rdb_save.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let add = |b: &[u8]| {
+            // SAFETY: `md` is the live digest of this callback; `b` outlives the call.
+            unsafe {
+                raw::RedisModule_DigestAddStringBuffer.unwrap()(
+                    md,
+                    b.as_ptr().cast::<c_char>(),
+                    b.len(),
+                )
+            }
+        };
+        add(&encode_header(chain));
+        for l in &chain.layers {
+            add(&l.data);
+        }
+        // SAFETY: as above.
+        unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
+    }));
+}

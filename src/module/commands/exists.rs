@@ -1,0 +1,42 @@
+//! BF.EXISTS key item and BF.MEXISTS key item [item …] (`redisbloom-compat.md` §5.5).
+//! A missing key, or a key of another type (a RedisBloom quirk kept on purpose), answers 0.
+
+use crate::bloom::Chain;
+use crate::module::bloom_type::{lookup, Lookup};
+use crate::module::reply::{send, send_array_header, Reply};
+use redis_module::{Context, RedisString};
+
+fn contains(chain: Option<&Chain>, item: &RedisString) -> bool {
+    chain.is_some_and(|c| c.contains(item.as_slice()))
+}
+
+fn open(key: &redis_module::key::RedisKey) -> Option<&Chain> {
+    match lookup(key) {
+        Lookup::Found(c) => Some(c),
+        Lookup::Missing | Lookup::WrongType => None,
+    }
+}
+
+/// BF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).
+pub fn bf_exists(ctx: &Context, args: &[RedisString]) -> Reply {
+    if args.len() != 3 {
+        return Reply::WrongArity;
+    }
+    let key = ctx.open_key(&args[1]);
+    Reply::Bool(contains(open(&key), &args[2]))
+}
+
+/// BF.MEXISTS: one answer per item, as an array.
+pub fn bf_mexists(ctx: &Context, args: &[RedisString]) -> Reply {
+    if args.len() < 3 {
+        return Reply::WrongArity;
+    }
+    let key = ctx.open_key(&args[1]);
+    let chain = open(&key);
+    let items = &args[2..];
+    send_array_header(ctx, items.len());
+    for item in items {
+        send(ctx, &Reply::Bool(contains(chain, item)));
+    }
+    Reply::Sent
+}
