@@ -248,7 +248,7 @@ mod tests {
         let (c, first) = p("error 0.001 CAPACITY 1000 expansion 4 NONSCALING items a b").unwrap();
         assert_eq!(
             (c.capacity, c.error, c.expansion, c.nonscaling, first),
-            (1000, 0.001, 4, true, 7)
+            (1000, 0.001, 4, true, 8)
         );
         let (c, first) = p("ITEMS NOCREATE ITEMS").unwrap();
         assert!(c.allowed);
