@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run the whole test suite: build the module, run every unit and integration test against a real
+# redis-server, then check formatting and lints. Installs nothing (see scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The integration tests load this build (or the module named by BF_MODULE).
+cargo build --release
+cargo test --release --no-fail-fast
+cargo fmt --all -- --check
+cargo clippy --all-targets --release -- -D warnings
