@@ -5,6 +5,7 @@
 use crate::bloom::dump::{chunk_at, encode_header};
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
+use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
@@ -105,7 +106,10 @@ impl ValueWriter for IoWriter {
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let loaded = catch_unwind(AssertUnwindSafe(|| rdb::load(&mut IoReader(rdb), encver)));
     match loaded {
-        Ok(Ok(chain)) => Box::into_raw(Box::new(chain)).cast(),
+        Ok(Ok(chain)) => {
+            stats::filter_created(&chain);
+            Box::into_raw(Box::new(chain)).cast()
+        }
         _ => std::ptr::null_mut(),
     }
 }
@@ -162,7 +166,9 @@ unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
         // SAFETY: the value was created with Box::into_raw(Box<Chain>) by this module and
         // Redis frees it exactly once.
-        drop(unsafe { Box::from_raw(value.cast::<Chain>()) });
+        let chain = unsafe { Box::from_raw(value.cast::<Chain>()) };
+        stats::filter_freed(&chain);
+        drop(chain);
     }
 }
 
@@ -175,7 +181,10 @@ unsafe extern "C" fn copy(
     let chain = unsafe { &*value.cast::<Chain>() };
     let cloned = catch_unwind(AssertUnwindSafe(|| try_clone(chain)));
     match cloned {
-        Ok(Some(c)) => Box::into_raw(Box::new(c)).cast(),
+        Ok(Some(c)) => {
+            stats::filter_created(&c);
+            Box::into_raw(Box::new(c)).cast()
+        }
         // Null makes COPY fail with an error instead of aborting on allocation failure.
         _ => std::ptr::null_mut(),
     }

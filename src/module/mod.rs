@@ -4,15 +4,19 @@
 pub mod alloc;
 pub mod args;
 pub mod bloom_type;
+pub mod command_info;
 pub mod commands;
 pub mod config;
 pub mod memory;
 pub mod reply;
+pub mod stats;
 
 use bloom_type::BLOOM_TYPE;
 use commands::{add, dump, exists, info, reserve};
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{
-    redis_module, Context, ModuleOptions, RedisResult, RedisString, RedisValue, Status,
+    raw, redis_module, AclCategory, Context, ModuleOptions, RedisResult, RedisString, RedisValue,
+    Status,
 };
 use reply::Reply;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -58,13 +62,19 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-    match config::apply_load_args(&raw) {
-        Ok(()) => Status::Ok,
-        Err(msg) => {
-            ctx.log_warning(&format!("redis-bf: {msg}"));
-            Status::Err
+    if let Err(msg) = config::apply_load_args(&raw) {
+        ctx.log_warning(&format!("redis-bf: {msg}"));
+        return Status::Err;
+    }
+    command_info::register(ctx);
+    // SAFETY: RegisterInfoFunc exists since Redis 6.0; it replaces the crate's default
+    // (empty) info callback with ours during OnLoad, as the API allows.
+    unsafe {
+        if let Some(register) = raw::RedisModule_RegisterInfoFunc {
+            register(ctx.get_raw(), Some(stats::info_callback));
         }
     }
+    Status::Ok
 }
 
 redis_module! {
@@ -72,18 +82,32 @@ redis_module! {
     version: 1,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
     data_types: [BLOOM_TYPE],
+    acl_categories: ["bloom",],
     init: init,
     commands: [
-        ["BF.RESERVE", cmd_reserve, "write deny-oom", 1, 1, 1, ""],
-        ["BF.ADD", cmd_add, "write deny-oom", 1, 1, 1, ""],
-        ["BF.MADD", cmd_madd, "write deny-oom", 1, 1, 1, ""],
-        ["BF.INSERT", cmd_insert, "write deny-oom", 1, 1, 1, ""],
-        ["BF.EXISTS", cmd_exists, "readonly fast", 1, 1, 1, ""],
-        ["BF.MEXISTS", cmd_mexists, "readonly fast", 1, 1, 1, ""],
-        ["BF.INFO", cmd_info, "readonly fast", 1, 1, 1, ""],
-        ["BF.CARD", cmd_card, "readonly fast", 1, 1, 1, ""],
-        ["BF.DEBUG", cmd_debug, "readonly fast", 1, 1, 1, ""],
-        ["BF.SCANDUMP", cmd_scandump, "readonly fast", 1, 1, 1, ""],
-        ["BF.LOADCHUNK", cmd_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["BF.RESERVE", cmd_reserve, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["BF.ADD", cmd_add, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["BF.MADD", cmd_madd, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["BF.INSERT", cmd_insert, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["BF.EXISTS", cmd_exists, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.MEXISTS", cmd_mexists, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.INFO", cmd_info, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.CARD", cmd_card, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.DEBUG", cmd_debug, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.SCANDUMP", cmd_scandump, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["BF.LOADCHUNK", cmd_loadchunk, "write deny-oom", 1, 1, 1, "", "write bloom"],
     ],
+    configurations: [
+        i64: [
+            ["initial-size", &config::INITIAL_SIZE, config::DEFAULT_INITIAL_SIZE, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
+            ["expansion-factor", &config::EXPANSION_FACTOR, config::DEFAULT_EXPANSION_FACTOR, 0, u32::MAX as i64, ConfigurationFlags::DEFAULT, None],
+            ["max-filter-bytes", &config::MAX_FILTER_BYTES, 0, 0, i64::MAX, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [
+            ["error-rate", &config::ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],
+        ],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: false,
+    ]
 }

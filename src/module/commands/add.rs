@@ -9,6 +9,7 @@ use crate::module::bloom_type::{lookup_mut, Lookup, BLOOM_TYPE};
 use crate::module::config;
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::stats::{self, Footprint};
 use redis_module::{Context, NotifyEvent, RedisString};
 
 /// How a missing key is created.
@@ -23,11 +24,13 @@ struct Creation {
 
 impl Creation {
     fn defaults() -> Creation {
+        let expansion = config::expansion();
         Creation {
             capacity: config::initial_size(),
             error: config::error_rate(),
-            expansion: crate::bloom::chain::DEFAULT_EXPANSION,
-            nonscaling: false,
+            // A non-scaling filter still stores the default expansion (RedisBloom does).
+            expansion: expansion.unwrap_or(crate::bloom::chain::DEFAULT_EXPANSION),
+            nonscaling: expansion.is_none(),
             allowed: true,
         }
     }
@@ -154,11 +157,12 @@ fn add_items(
                 creation.error,
                 creation.expansion,
                 creation.nonscaling,
-                new_array_budget(ctx),
+                new_array_budget(ctx, 0),
             ) {
                 Ok(c) => c,
                 Err(e) => return create_error(e),
             };
+            stats::filter_created(&chain);
             if key.set_value(&BLOOM_TYPE, chain).is_err() {
                 return Reply::Error("ERR could not create filter");
             }
@@ -168,13 +172,14 @@ fn add_items(
     let Lookup::Found(chain) = lookup_mut(&key) else {
         return Reply::Error(WRONGTYPE);
     };
+    let before = Footprint::of(chain);
     let mut budget: Option<u64> = None;
     let mut replies = Vec::with_capacity(items.len());
     let mut added_any = false;
     for item in items {
         let h = chain.hash(item.as_slice());
         let limit = if chain.needs_new_layer() {
-            *budget.get_or_insert_with(|| new_array_budget(ctx))
+            *budget.get_or_insert_with(|| new_array_budget(ctx, chain.bit_array_bytes()))
         } else {
             u64::MAX
         };
@@ -193,6 +198,7 @@ fn add_items(
             }
         }
     }
+    stats::filter_changed(before, chain);
     if created {
         replicate_as_insert(ctx, key_name, &creation, items);
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", key_name);

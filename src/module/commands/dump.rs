@@ -5,6 +5,7 @@ use crate::module::args::parse_i64;
 use crate::module::bloom_type::{lookup, lookup_mut, Lookup, BLOOM_TYPE};
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::stats;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 /// BF.SCANDUMP: `[next_iter, data]`: iterator 0 gives `[1, header]`, then chunks of at most
@@ -52,10 +53,11 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing if iter != 1 => return Reply::Error(NOT_FOUND),
         Lookup::Missing => {
-            let chain = match decode_header(data, new_array_budget(ctx)) {
+            let chain = match decode_header(data, new_array_budget(ctx, 0)) {
                 Ok(c) => c,
                 Err(e) => return chunk_error(e),
             };
+            stats::filter_created(&chain);
             if key.set_value(&BLOOM_TYPE, chain).is_err() {
                 return Reply::Error("ERR received bad data");
             }

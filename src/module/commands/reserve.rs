@@ -8,6 +8,7 @@ use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup, BLOOM_TYPE};
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, WRONGTYPE};
+use crate::module::stats;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 /// Validated BF.RESERVE arguments.
@@ -83,11 +84,12 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         r.error,
         r.expansion,
         r.nonscaling,
-        new_array_budget(ctx),
+        new_array_budget(ctx, 0),
     ) {
         Ok(c) => c,
         Err(e) => return create_error(e),
     };
+    stats::filter_created(&chain);
     if key.set_value(&BLOOM_TYPE, chain).is_err() {
         return Reply::Error("ERR could not create filter");
     }

@@ -1,0 +1,86 @@
+//! Module-wide counters behind the `INFO bf` section (DECISIONS.md D4): filters, layers,
+//! items and bit-array bytes currently held by this server, updated on every create, load,
+//! copy, growth, add and free.
+
+use crate::bloom::Chain;
+use redis_module::raw;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+static FILTERS: AtomicI64 = AtomicI64::new(0);
+static LAYERS: AtomicI64 = AtomicI64::new(0);
+static ITEMS: AtomicI64 = AtomicI64::new(0);
+static BYTES: AtomicI64 = AtomicI64::new(0);
+
+/// A snapshot of what a chain contributes to the counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    layers: i64,
+    items: i64,
+    bytes: i64,
+}
+
+impl Footprint {
+    /// The footprint of `chain` now.
+    pub fn of(chain: &Chain) -> Footprint {
+        Footprint {
+            layers: chain.layers.len() as i64,
+            items: chain.size.min(i64::MAX as u64) as i64,
+            bytes: chain.bit_array_bytes().min(i64::MAX as u64) as i64,
+        }
+    }
+}
+
+fn apply(filters: i64, f: Footprint, sign: i64) {
+    FILTERS.fetch_add(filters * sign, Ordering::Relaxed);
+    LAYERS.fetch_add(f.layers * sign, Ordering::Relaxed);
+    ITEMS.fetch_add(f.items * sign, Ordering::Relaxed);
+    BYTES.fetch_add(f.bytes * sign, Ordering::Relaxed);
+}
+
+/// A filter came into existence (created, loaded, copied).
+pub fn filter_created(chain: &Chain) {
+    apply(1, Footprint::of(chain), 1);
+}
+
+/// A filter was freed.
+pub fn filter_freed(chain: &Chain) {
+    apply(1, Footprint::of(chain), -1);
+}
+
+/// A filter changed from `before` to its current state.
+pub fn filter_changed(before: Footprint, chain: &Chain) {
+    let now = Footprint::of(chain);
+    apply(
+        0,
+        Footprint {
+            layers: now.layers - before.layers,
+            items: now.items - before.items,
+            bytes: now.bytes - before.bytes,
+        },
+        1,
+    );
+}
+
+/// The `INFO` callback: section `bf` with `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`.
+///
+/// # Safety
+/// Called by Redis with a live info context.
+pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_crash: c_int) {
+    // SAFETY: `ctx` is the live info context; the strings are NUL-terminated literals.
+    unsafe {
+        raw::RedisModule_InfoAddSection.unwrap()(ctx, std::ptr::null());
+        for (name, v) in [
+            (c"filters", &FILTERS),
+            (c"layers", &LAYERS),
+            (c"items", &ITEMS),
+            (c"bytes", &BYTES),
+        ] {
+            raw::RedisModule_InfoAddFieldULongLong.unwrap()(
+                ctx,
+                name.as_ptr(),
+                v.load(Ordering::Relaxed).max(0) as u64,
+            );
+        }
+    }
+}
