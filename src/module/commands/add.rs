@@ -173,31 +173,24 @@ fn add_items(
         return Reply::Error(WRONGTYPE);
     };
     let before = Footprint::of(chain);
-    let mut budget: Option<u64> = None;
+    let hashes: Vec<_> = items.iter().map(|i| chain.hash(i.as_slice())).collect();
     let mut replies = Vec::with_capacity(items.len());
     let mut added_any = false;
-    for item in items {
-        let h = chain.hash(item.as_slice());
-        let limit = if chain.needs_new_layer() {
-            *budget.get_or_insert_with(|| new_array_budget(ctx, chain.bit_array_bytes()))
-        } else {
-            u64::MAX
-        };
-        match chain.add_hashed(&h, limit) {
-            Ok(AddOutcome::Added) => {
-                added_any = true;
-                replies.push(Reply::Bool(true));
-            }
-            Ok(AddOutcome::Exists) => replies.push(Reply::Bool(false)),
-            Err(AddError::Full) => {
-                replies.push(Reply::Error("ERR non scaling filter is full"));
-                break;
-            }
-            Err(AddError::CannotGrow) => {
-                replies.push(Reply::Error("ERR problem inserting into filter"))
-            }
-        }
-    }
+    chain.add_many(
+        &hashes,
+        |c| new_array_budget(ctx, c.bit_array_bytes()),
+        |_, r| {
+            replies.push(match r {
+                Ok(AddOutcome::Added) => {
+                    added_any = true;
+                    Reply::Bool(true)
+                }
+                Ok(AddOutcome::Exists) => Reply::Bool(false),
+                Err(AddError::Full) => Reply::Error("ERR non scaling filter is full"),
+                Err(AddError::CannotGrow) => Reply::Error("ERR problem inserting into filter"),
+            })
+        },
+    );
     stats::filter_changed(before, chain);
     if created {
         replicate_as_insert(ctx, key_name, &creation, items);

@@ -35,8 +35,14 @@ pub fn bf_mexists(ctx: &Context, args: &[RedisString]) -> Reply {
     let chain = open(&key);
     let items = &args[2..];
     send_array_header(ctx, items.len());
-    for item in items {
-        send(ctx, &Reply::Bool(contains(chain, item)));
+    match chain {
+        None => items.iter().for_each(|_| send(ctx, &Reply::Bool(false))),
+        Some(c) => {
+            // Hash the whole batch first, then answer group by group with the loads of each
+            // group issued together (Chain::contains_many).
+            let hashes: Vec<_> = items.iter().map(|i| c.hash(i.as_slice())).collect();
+            c.contains_many(&hashes, |_, present| send(ctx, &Reply::Bool(present)));
+        }
     }
     Reply::Sent
 }
