@@ -18,10 +18,6 @@ pub const CHAIN_OVERHEAD: u64 = 32;
 /// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (§8.4).
 pub const LAYER_OVERHEAD: u64 = 64;
 
-/// Items per software-pipelining group in [`Chain::contains_many`] and [`Chain::add_many`]:
-/// enough independent loads to keep the memory system busy, few enough to stay in L1.
-pub const PIPELINE_GROUP: usize = 16;
-
 /// What adding one item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddOutcome {
@@ -123,50 +119,30 @@ impl Chain {
         self.contains_hashed(&self.hash(item))
     }
 
-    /// Issues the memory loads of every bit position of `hashes` in every layer, without
-    /// deciding anything, so that the cache misses of a batch overlap instead of being paid one
-    /// after the other (software pipelining; no `unsafe` prefetch needed: the loads are
-    /// independent and their result goes to `black_box`).
-    pub fn warm(&self, hashes: &[HashPair]) {
-        let mut acc = 0u8;
-        for h in hashes {
-            for l in self.layers.iter().rev() {
-                acc ^= l.touch(h);
-            }
-        }
-        std::hint::black_box(acc);
-    }
-
-    /// Checks a batch of hashed items, calling `answer(index, present)` in order. Same answers
-    /// as [`Chain::contains_hashed`] item by item; faster on filters larger than the cache
-    /// because each group of [`PIPELINE_GROUP`] items is [`Chain::warm`]ed first.
+    /// Checks a batch of hashed items, calling `answer(index, present)` in order (the batch
+    /// entry point of BF.MEXISTS; the checks are independent, so the CPU already overlaps their
+    /// cache misses — measured in `benches/core.rs`).
     pub fn contains_many(&self, hashes: &[HashPair], mut answer: impl FnMut(usize, bool)) {
-        for (g, group) in hashes.chunks(PIPELINE_GROUP).enumerate() {
-            self.warm(group);
-            for (i, h) in group.iter().enumerate() {
-                answer(g * PIPELINE_GROUP + i, self.contains_hashed(h));
-            }
+        for (i, h) in hashes.iter().enumerate() {
+            answer(i, self.contains_hashed(h));
         }
     }
 
     /// Adds a batch of hashed items in order, calling `result(index, outcome)` for each and
     /// stopping after the first [`AddError::Full`] (as BF.MADD does). `budget()` gives the
     /// bytes a new layer may take and is asked only when a new layer is about to be created. Same results as
-    /// [`Chain::add_hashed`] item by item; each group is [`Chain::warm`]ed first.
+    /// [`Chain::add_hashed`] item by item.
     pub fn add_many(
         &mut self,
         hashes: &[HashPair],
         mut budget: impl FnMut(&Chain) -> u64,
         mut result: impl FnMut(usize, Result<AddOutcome, AddError>),
     ) {
-        for (g, group) in hashes.chunks(PIPELINE_GROUP).enumerate() {
-            self.warm(group);
-            for (i, h) in group.iter().enumerate() {
-                let r = self.add_hashed_with(h, &mut budget);
-                result(g * PIPELINE_GROUP + i, r);
-                if r == Err(AddError::Full) {
-                    return;
-                }
+        for (i, h) in hashes.iter().enumerate() {
+            let r = self.add_hashed_with(h, &mut budget);
+            result(i, r);
+            if r == Err(AddError::Full) {
+                return;
             }
         }
     }

@@ -208,17 +208,6 @@ impl Layer {
         })
     }
 
-    /// Reads the k bytes holding the bits of `h` without deciding anything, and returns them
-    /// XOR-ed together. Used to start the cache misses of upcoming items early: the loads
-    /// are independent of each other, so the CPU overlaps them (see [`super::chain::Chain::warm`]).
-    #[inline]
-    pub fn touch(&self, h: &HashPair) -> u8 {
-        let m = self.params.modulus();
-        (0..u64::from(self.params.hashes)).fold(0u8, |acc, i| {
-            acc ^ self.data[(h.position(i, m) >> 3) as usize]
-        })
-    }
-
     /// Sets the k bits of `h`. Does not touch the item count.
     #[inline]
     pub fn set(&mut self, h: &HashPair) {

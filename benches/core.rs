@@ -1,0 +1,168 @@
+//! Criterion benchmarks of the pure core (issue 5). Run: `cargo bench --bench core`.
+//! Large cases (1e8-item layer, 100 MiB encodings) allocate about 120 MiB each.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
+use redis_bf::bloom::hash::HashPair;
+use redis_bf::bloom::rdb::{load, save, Values};
+use redis_bf::bloom::Chain;
+
+/// A deterministic pseudo-random generator (xorshift64*), so runs are repeatable.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545f4914f6cdd1d)
+    }
+}
+
+/// A one-layer filter sized for `capacity` items at 0.01 whose bits are half set, as a full
+/// filter's are (filling it item by item would take minutes at 1e8).
+fn half_full(capacity: u64) -> Chain {
+    let mut c = Chain::new(capacity, 0.01, 2, false, u64::MAX).unwrap();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for chunk in c.layers[0].data.chunks_mut(8) {
+        let v = (rng.next() & rng.next() | rng.next() & rng.next()).to_le_bytes();
+        chunk.copy_from_slice(&v[..chunk.len()]);
+    }
+    c.layers[0].size = capacity;
+    c.size = capacity;
+    c
+}
+
+fn probes(n: usize) -> Vec<HashPair> {
+    (0..n)
+        .map(|i| HashPair::hash64(format!("probe:{i}").as_bytes()))
+        .collect()
+}
+
+fn hashing(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hash64_pair");
+    for len in [8usize, 16, 64, 1024] {
+        let item = vec![0xabu8; len];
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(len), &item, |b, item| {
+            b.iter(|| HashPair::hash64(std::hint::black_box(item)))
+        });
+    }
+    g.finish();
+}
+
+fn layer_ops(c: &mut Criterion) {
+    let mut g = c.benchmark_group("layer");
+    for capacity in [10_000u64, 100_000_000] {
+        let chain = half_full(capacity);
+        let hs = probes(4096);
+        g.throughput(Throughput::Elements(hs.len() as u64));
+        g.bench_function(BenchmarkId::new("check_item_by_item", capacity), |b| {
+            b.iter(|| hs.iter().filter(|h| chain.contains_hashed(h)).count())
+        });
+        g.bench_function(BenchmarkId::new("check_batched", capacity), |b| {
+            b.iter(|| {
+                let mut n = 0;
+                chain.contains_many(&hs, |_, p| n += usize::from(p));
+                n
+            })
+        });
+        let mut target = chain.clone();
+        target.layers[0].size = 0;
+        target.size = 0;
+        g.bench_function(BenchmarkId::new("set_item_by_item", capacity), |b| {
+            b.iter(|| hs.iter().for_each(|h| target.layers[0].set(h)))
+        });
+        g.bench_function(BenchmarkId::new("add_batched", capacity), |b| {
+            b.iter(|| {
+                let mut n = 0;
+                target.add_many(&hs, |_| u64::MAX, |_, _| n += 1);
+                n
+            })
+        });
+    }
+    g.finish();
+}
+
+fn chain_check(c: &mut Criterion) {
+    let mut g = c.benchmark_group("chain_check_absent");
+    for layers in [1usize, 5, 20] {
+        let mut chain = Chain::new(1000, 0.01, 1, false, u64::MAX).unwrap();
+        let mut i = 0u64;
+        while chain.layers.len() < layers || chain.layers.last().unwrap().size < 1000 {
+            chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
+            i += 1;
+            if chain.layers.len() == layers && chain.needs_new_layer() {
+                break;
+            }
+        }
+        let hs = probes(1024);
+        g.throughput(Throughput::Elements(hs.len() as u64));
+        g.bench_function(BenchmarkId::from_parameter(layers), |b| {
+            b.iter(|| hs.iter().filter(|h| chain.contains_hashed(h)).count())
+        });
+    }
+    g.finish();
+}
+
+fn encodings(c: &mut Criterion) {
+    let mut g = c.benchmark_group("encoding");
+    g.sample_size(10);
+    // About 100 MiB of bits: 84e6 items at 0.01 (halved for the first layer).
+    let chain = half_full(84_000_000);
+    let bytes = chain.bit_array_bytes();
+    g.throughput(Throughput::Bytes(bytes));
+    g.bench_function("scandump_header_encode", |b| {
+        b.iter(|| encode_header(&chain))
+    });
+    let header = encode_header(&chain);
+    g.bench_function("scandump_header_decode_alloc", |b| {
+        b.iter(|| decode_header(&header, u64::MAX).unwrap())
+    });
+    g.bench_function("scandump_walk", |b| {
+        b.iter(|| {
+            let mut it = 1;
+            let mut total = 0;
+            loop {
+                let (next, data) = chunk_at(&chain, it);
+                if next == 0 {
+                    break total;
+                }
+                total += data.len();
+                it = next;
+            }
+        })
+    });
+    let mut target = decode_header(&header, u64::MAX).unwrap();
+    g.bench_function("loadchunk_walk", |b| {
+        b.iter(|| {
+            let mut it = 1;
+            loop {
+                let (next, data) = chunk_at(&chain, it);
+                if next == 0 {
+                    break;
+                }
+                apply_chunk(&mut target, next, data).unwrap();
+                it = next;
+            }
+        })
+    });
+    g.bench_function("rdb_encode", |b| {
+        b.iter(|| {
+            let mut v = Values::default();
+            save(&chain, &mut v);
+            v
+        })
+    });
+    let mut encoded = Values::default();
+    save(&chain, &mut encoded);
+    g.bench_function("rdb_decode", |b| {
+        b.iter(|| {
+            let mut v = encoded.clone();
+            load(&mut v, 4).unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, hashing, layer_ops, chain_check, encodings);
+criterion_main!(benches);
