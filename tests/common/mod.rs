@@ -207,7 +207,7 @@ impl Drop for Server {
 /// Sends one command and returns the raw RESP reply bytes, for byte-exact checks of reply
 /// shapes and error texts. `resp3` sends HELLO 3 first on the same socket.
 pub fn raw_command(port: u16, resp3: bool, args: &[&[u8]]) -> Vec<u8> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let encode = |args: &[&[u8]]| {
@@ -225,9 +225,7 @@ pub fn raw_command(port: u16, resp3: bool, args: &[&[u8]]) -> Vec<u8> {
         let _ = read_reply(&mut s);
     }
     s.write_all(&encode(args)).unwrap();
-    let r = read_reply(&mut s);
-    let _ = s.read(&mut [0u8; 0]);
-    r
+    read_reply(&mut s)
 }
 
 /// Reads one complete RESP2/RESP3 reply from `s`, returned as raw bytes.

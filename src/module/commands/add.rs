@@ -208,7 +208,7 @@ fn add_items(
 }
 
 /// Replicates an implicit creation as an explicit
-/// `BF.INSERT key CAPACITY c ERROR e (EXPANSION x | NONSCALING) ITEMS …` (DECISIONS.md D5), so
+/// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
 /// replicas and AOF replays do not depend on their own defaults.
 fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[RedisString]) {
     let capacity = c.capacity.to_string();
@@ -222,11 +222,12 @@ fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[
         b"ERROR",
         error.as_bytes(),
     ];
+    // The expansion is stored even for non-scaling filters (it is in the header and RDB value),
+    // so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
+    argv.push(b"EXPANSION");
+    argv.push(expansion.as_bytes());
     if c.nonscaling {
         argv.push(b"NONSCALING");
-    } else {
-        argv.push(b"EXPANSION");
-        argv.push(expansion.as_bytes());
     }
     argv.push(b"ITEMS");
     argv.extend(items.iter().map(|i| i.as_slice()));
