@@ -77,6 +77,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     Status::Ok
 }
 
+// Commands are registered in lower case: Redis names the registered name in its arity error
+// (`ERR wrong number of arguments for 'bf.add' command`), as RedisBloom's replies do.
 redis_module! {
     name: "bf",
     version: 1,
@@ -85,17 +87,17 @@ redis_module! {
     acl_categories: ["bloom",],
     init: init,
     commands: [
-        ["BF.RESERVE", cmd_reserve, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["BF.ADD", cmd_add, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["BF.MADD", cmd_madd, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["BF.INSERT", cmd_insert, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["BF.EXISTS", cmd_exists, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.MEXISTS", cmd_mexists, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.INFO", cmd_info, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.CARD", cmd_card, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.DEBUG", cmd_debug, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.SCANDUMP", cmd_scandump, "readonly fast", 1, 1, 1, "", "read bloom"],
-        ["BF.LOADCHUNK", cmd_loadchunk, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["bf.reserve", cmd_reserve, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["bf.add", cmd_add, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["bf.madd", cmd_madd, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["bf.insert", cmd_insert, "write deny-oom", 1, 1, 1, "", "write bloom"],
+        ["bf.exists", cmd_exists, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.mexists", cmd_mexists, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.info", cmd_info, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.card", cmd_card, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.debug", cmd_debug, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.scandump", cmd_scandump, "readonly fast", 1, 1, 1, "", "read bloom"],
+        ["bf.loadchunk", cmd_loadchunk, "write deny-oom", 1, 1, 1, "", "write bloom"],
     ],
     configurations: [
         i64: [
