@@ -78,13 +78,33 @@ impl ValueReader for IoReader {
     fn read_double(&mut self) -> Result<f64, DecodeError> {
         raw::load_double(self.0).map_err(|_| DecodeError)
     }
+    /// Takes ownership of the buffer Redis loaded instead of copying it, so loading a 1 GiB
+    /// layer never holds two copies of it.
     fn read_bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
-        let buf = raw::load_string_buffer(self.0).map_err(|_| DecodeError)?;
-        let bytes = buf.as_ref();
-        let mut v = Vec::new();
-        v.try_reserve_exact(bytes.len()).map_err(|_| DecodeError)?;
-        v.extend_from_slice(bytes);
-        Ok(v)
+        let mut len = 0usize;
+        // SAFETY: `self.0` is the live RDB/DUMP stream of this rdb_load call. The buffer comes
+        // from Redis' allocator (RM_Alloc / zmalloc). Inside redis-server the module's global
+        // allocator (alloc::BfAlloc) frees with RedisModule_Free whatever the layout, so a Vec
+        // owning this buffer is freed correctly; u8 needs no alignment. On an I/O error
+        // (HANDLE_IO_ERRORS is set) Redis may return a pointer we must free ourselves.
+        unsafe {
+            let load = raw::RedisModule_LoadStringBuffer.ok_or(DecodeError)?;
+            let ptr = load(self.0, &mut len);
+            let failed = raw::RedisModule_IsIOError.is_some_and(|f| f(self.0) != 0);
+            if ptr.is_null() {
+                return Err(DecodeError);
+            }
+            let redis_alloc = raw::RedisModule_Alloc;
+            if failed || len == 0 || redis_alloc.is_none() {
+                raw::RedisModule_Free.ok_or(DecodeError)?(ptr.cast());
+                return if failed {
+                    Err(DecodeError)
+                } else {
+                    Ok(Vec::new())
+                };
+            }
+            Ok(Vec::from_raw_parts(ptr.cast::<u8>(), len, len))
+        }
     }
 }
 
