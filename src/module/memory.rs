@@ -1,14 +1,16 @@
 //! Limits for new bit arrays (DECISIONS.md D3): a new filter or layer must not push
-//! `used_memory` past `maxmemory`, nor past the machine's physical memory (a bit array is
-//! zeroed when allocated, so an allocation the kernel over-commits would otherwise end with
-//! the OOM killer instead of an error), nor make one filter larger than `bf.max-filter-bytes`.
+//! `used_memory` past `maxmemory`, nor take more than the memory the machine has available
+//! (a bit array is zeroed when allocated, so an allocation the kernel over-commits would
+//! otherwise end with the OOM killer instead of an error), nor make one filter larger than
+//! `bf.max-filter-bytes`.
 
 use super::config;
 use redis_module::{Context, ContextFlags};
 
 /// Bytes a new bit array may take now for a filter already holding `existing_bytes` of bit
 /// arrays, on a primary serving a client: the smallest of `maxmemory − used_memory` (when
-/// maxmemory is set), `total_system_memory − used_memory` (when the server reports it) and
+/// maxmemory is set), 15/16 of the machine's available memory (`MemAvailable` of
+/// `/proc/meminfo`; elsewhere `total_system_memory − used_memory`) and
 /// `bf.max-filter-bytes − existing_bytes` (when set). Unlimited (`u64::MAX`) for replicated
 /// commands and while loading, so replicas and AOF replays build exactly what the primary built.
 pub fn new_array_budget(ctx: &Context, existing_bytes: u64) -> u64 {
@@ -23,11 +25,24 @@ pub fn new_array_budget(ctx: &Context, existing_bytes: u64) -> u64 {
             .unwrap_or(0)
     };
     let used = field("used_memory");
-    [field("maxmemory"), field("total_system_memory")]
-        .into_iter()
-        .filter(|&limit| limit > 0)
-        .map(|limit| limit.saturating_sub(used))
-        .chain([config::max_filter_bytes().saturating_sub(existing_bytes)])
-        .min()
-        .unwrap_or(u64::MAX)
+    let available = mem_available().unwrap_or_else(|| match field("total_system_memory") {
+        0 => u64::MAX,
+        total => total.saturating_sub(used),
+    });
+    let maxmemory = match field("maxmemory") {
+        0 => u64::MAX,
+        max => max.saturating_sub(used),
+    };
+    maxmemory
+        .min(available - available / 16)
+        .min(config::max_filter_bytes().saturating_sub(existing_bytes))
+}
+
+/// `MemAvailable` of `/proc/meminfo` in bytes (Linux), the kernel's estimate of memory that can
+/// be allocated without swapping.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }

@@ -175,14 +175,14 @@ fn add_items(
     let before = Footprint::of(chain);
     let hashes: Vec<_> = items.iter().map(|i| chain.hash(i.as_slice())).collect();
     let mut replies = Vec::with_capacity(items.len());
-    let mut added_any = false;
+    let mut added: Vec<&RedisString> = Vec::new();
     chain.add_many(
         &hashes,
         |c| new_array_budget(ctx, c.bit_array_bytes()),
-        |_, r| {
+        |i, r| {
             replies.push(match r {
                 Ok(AddOutcome::Added) => {
-                    added_any = true;
+                    added.push(&items[i]);
                     Reply::Bool(true)
                 }
                 Ok(AddOutcome::Exists) => Reply::Bool(false),
@@ -192,13 +192,24 @@ fn add_items(
         },
     );
     stats::filter_changed(before, chain);
+    // Replicas and the AOF get exactly the items that were added (DECISIONS.md D5): items that
+    // were already present change nothing, and items refused here (a full filter, a growth
+    // over a memory limit) must not be added by a replica or a replay that is not limited.
+    // Starting from the same state, the same items give the same bits.
     if created {
-        replicate_as_insert(ctx, key_name, &creation, items);
+        // A new filter always takes its first item; the fallback only keeps the command valid.
+        let all: Vec<&RedisString> = items.iter().collect();
+        let replicated = if added.is_empty() { &all } else { &added };
+        replicate_as_insert(ctx, key_name, &creation, replicated);
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", key_name);
-    } else if added_any {
+    } else if added.len() == items.len() {
         ctx.replicate_verbatim();
+    } else if !added.is_empty() {
+        let mut argv: Vec<&[u8]> = vec![key_name.as_slice()];
+        argv.extend(added.iter().map(|i| i.as_slice()));
+        ctx.replicate("BF.MADD", argv.as_slice());
     }
-    if added_any {
+    if !added.is_empty() {
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", key_name);
     }
     match shape {
@@ -210,7 +221,7 @@ fn add_items(
 /// Replicates an implicit creation as an explicit
 /// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
 /// replicas and AOF replays do not depend on their own defaults.
-fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[RedisString]) {
+fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[&RedisString]) {
     let capacity = c.capacity.to_string();
     // `{}` prints the shortest text that parses back to the same f64.
     let error = format!("{}", c.error);

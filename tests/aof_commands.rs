@@ -1,0 +1,128 @@
+//! What reaches the AOF (and, by the same path, replicas) for add commands (DECISIONS.md D5):
+//! implicit creations spelled out as BF.INSERT with their parameters, exactly the added items,
+//! nothing for adds that changed nothing, and never an item the primary refused — so a replay
+//! never sees an error and builds the same bits.
+
+mod common;
+
+use common::Server;
+
+/// The commands of the server's incremental AOF file, as lists of arguments.
+fn aof_commands(server: &Server) -> Vec<Vec<String>> {
+    let dir = server.dir.path().join("appendonlydir");
+    let incr = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .expect("incremental AOF file");
+    let data = std::fs::read(incr).unwrap();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let line = |pos: &mut usize| -> String {
+        let end = *pos + data[*pos..].windows(2).position(|w| w == b"\r\n").unwrap();
+        let s = String::from_utf8_lossy(&data[*pos..end]).into_owned();
+        *pos = end + 2;
+        s
+    };
+    while pos < data.len() {
+        let head = line(&mut pos);
+        let n: usize = head[1..].parse().unwrap();
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let len: usize = line(&mut pos)[1..].parse().unwrap();
+            args.push(String::from_utf8_lossy(&data[pos..pos + len]).into_owned());
+            pos += len + 2;
+        }
+        out.push(args);
+    }
+    out.into_iter()
+        .filter(|c| c[0].to_ascii_uppercase().starts_with("BF."))
+        .collect()
+}
+
+fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+        .unwrap_or_else(|e| redis::Value::SimpleString(format!("error: {e}")))
+}
+
+#[test]
+fn aof_holds_exactly_the_added_items() {
+    let mut server = Server::start_with(&[], &[("appendonly", "yes"), ("appendfsync", "always")]);
+    let mut con = server.conn();
+    cmd(&mut con, &["BF.MADD", "auto", "a", "b", "a"]);
+    cmd(&mut con, &["BF.ADD", "auto", "a"]); // changes nothing
+    cmd(&mut con, &["BF.MADD", "auto", "a", "c"]); // only c is new
+    cmd(&mut con, &["BF.RESERVE", "full", "0.01", "2", "NONSCALING"]);
+    cmd(&mut con, &["BF.MADD", "full", "x", "y", "z", "w"]); // z: full, w: not processed
+    cmd(&mut con, &["BF.MADD", "full", "x", "q"]); // nothing added
+    cmd(
+        &mut con,
+        &[
+            "BF.INSERT",
+            "ins",
+            "CAPACITY",
+            "5",
+            "ERROR",
+            "0.1",
+            "ITEMS",
+            "m",
+            "m",
+            "n",
+        ],
+    );
+    let expected: Vec<Vec<&str>> = vec![
+        vec![
+            "BF.INSERT",
+            "auto",
+            "CAPACITY",
+            "100",
+            "ERROR",
+            "0.01",
+            "EXPANSION",
+            "2",
+            "ITEMS",
+            "a",
+            "b",
+        ],
+        vec!["BF.MADD", "auto", "c"],
+        vec!["BF.RESERVE", "full", "0.01", "2", "NONSCALING"],
+        vec!["BF.MADD", "full", "x", "y"],
+        vec![
+            "BF.INSERT",
+            "ins",
+            "CAPACITY",
+            "5",
+            "ERROR",
+            "0.1",
+            "EXPANSION",
+            "2",
+            "ITEMS",
+            "m",
+            "n",
+        ],
+    ];
+    assert_eq!(aof_commands(&server), expected);
+
+    // The replay builds the same filters and logs no error.
+    let before: Vec<redis::Value> = ["auto", "full", "ins"]
+        .iter()
+        .map(|k| cmd(&mut con, &["BF.DEBUG", k]))
+        .collect();
+    drop(con);
+    server.restart(&[]);
+    let mut con = server.conn();
+    let after: Vec<redis::Value> = ["auto", "full", "ins"]
+        .iter()
+        .map(|k| cmd(&mut con, &["BF.DEBUG", k]))
+        .collect();
+    assert_eq!(before, after);
+    assert!(
+        !server.log().contains("AOF-loading-client"),
+        "the replay answered an error:\n{}",
+        server.log()
+    );
+}
