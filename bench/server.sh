@@ -24,6 +24,7 @@ redis-server --port "$PORT" --bind 127.0.0.1 --dir "$DIR" --save "" --appendonly
   --enable-debug-command yes --aof-use-rdb-preamble no --loadmodule "$MODULE" \
   --daemonize yes --logfile "$DIR/server.log" --pidfile "$DIR/redis.pid"
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
+trap 'exit 1' INT TERM
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 cli() { redis-cli -p "$PORT" "$@"; }
 

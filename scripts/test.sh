@@ -13,5 +13,12 @@ cargo test --release --no-fail-fast
 # use and starts its own server): redis-py in RESP2 and RESP3, node-redis.
 clients/python/run.sh
 clients/node/run.sh
+# Coverage-guided fuzzing of every decoder, bounded (15 s a target); longer runs:
+# scripts/fuzz.sh 600. cargo-fuzz is installed by .ci/run (or by scripts/fuzz.sh itself).
+if cargo fuzz --version >/dev/null 2>&1; then
+  scripts/fuzz.sh 15
+else
+  echo "cargo-fuzz is not installed: fuzzing skipped (scripts/fuzz.sh installs it)"
+fi
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings

@@ -33,7 +33,8 @@ pub enum AddError {
     /// The filter is non-scaling and its only layer is full (`ERR non scaling filter is full`).
     Full,
     /// A new layer was needed but could not be created: zero or overflowing capacity, error
-    /// rate underflow, allocation failure or a memory limit (`ERR problem inserting into filter`).
+    /// rate underflow, allocation failure or a memory limit; or the item counter is at its
+    /// maximum (`ERR problem inserting into filter`).
     CannotGrow,
 }
 
@@ -174,6 +175,11 @@ impl Chain {
     ) -> Result<AddOutcome, AddError> {
         if self.contains_hashed(h) {
             return Ok(AddOutcome::Exists);
+        }
+        // Counters never wrap (only a crafted header can bring them near 2^64). Every layer's
+        // size is at most the chain size, so this also keeps the layer count from wrapping.
+        if self.size == u64::MAX {
+            return Err(AddError::CannotGrow);
         }
         if self.needs_new_layer() {
             if self.is_nonscaling() {
@@ -354,6 +360,16 @@ mod tests {
         assert_eq!(err, AddError::CannotGrow);
         assert!(c.layers.len() > 1000, "{} layers", c.layers.len());
         assert!(c.layers.last().unwrap().params.error > 0.0);
+    }
+
+    #[test]
+    fn counters_never_wrap() {
+        let mut c = Chain::new(10, 0.01, 2, false, u64::MAX).unwrap();
+        c.size = u64::MAX;
+        c.layers[0].size = 0;
+        assert_eq!(c.add(b"x", u64::MAX), Err(AddError::CannotGrow));
+        assert_eq!(c.size, u64::MAX);
+        assert!(!c.contains(b"x"));
     }
 
     #[test]

@@ -128,7 +128,9 @@ impl LayerParams {
 
     /// Integrity test applied to layers read from a dump header or an RDB value
     /// (§7.3, §8.2): 0 < error < 1, n2 ≤ 63, n2 = 0 or bits ≥ 2^n2, bits ≠ 0,
-    /// bits = bytes × 8, hashes = ceil(ln2 · bpe), and hashes ≤ [`MAX_HASHES`].
+    /// bits = bytes × 8, hashes = ceil(ln2 · bpe); and, stricter than RedisBloom for data no
+    /// filter can produce: 1 ≤ hashes ≤ [`MAX_HASHES`] (a layer with k = 0, from a bpe of NaN
+    /// or ≤ 0, would report every item present).
     pub fn is_consistent(&self) -> bool {
         self.error > 0.0
             && self.error < 1.0
@@ -137,7 +139,7 @@ impl LayerParams {
             && self.bits != 0
             && self.bytes.checked_mul(8) == Some(self.bits)
             && self.hashes == hash_count(self.bpe)
-            && self.hashes <= MAX_HASHES
+            && (1..=MAX_HASHES).contains(&self.hashes)
     }
 
     /// The modulus M of bit positions: 2^n2 for power-of-two layers, else `bits`.

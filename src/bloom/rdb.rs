@@ -7,7 +7,7 @@
 //! Versions 0–3 omit fields: options (< 2), growth (< 4), bits and n2 (0).
 
 use super::chain::{Chain, DEFAULT_EXPANSION};
-use super::layer::{Layer, LayerParams};
+use super::layer::{Layer, LayerParams, OPT_ALL};
 
 /// The encoding version we write.
 pub const ENCODING_VERSION: i32 = 4;
@@ -58,10 +58,13 @@ pub fn save(chain: &Chain, w: &mut impl ValueWriter) {
 
 /// Reads a chain written with encoding version `encver` (0–4). Layers are read one at a time
 /// (no allocation sized by the announced count), each must pass the integrity test, and the
-/// string must hold at least ⌈bits/8⌉ bytes.
+/// string must hold at least ⌈bits/8⌉ bytes. The chain must also pass the checks a SCANDUMP
+/// header gets (option bits within `OPT_ALL`, Σ layer sizes = chain size): RedisBloom skips
+/// them on RDB load, but a value that fails them could not be written back by an AOF rewrite
+/// (its `BF.LOADCHUNK` header would be refused) and would be lost there.
 ///
 /// Errors: [`DecodeError`] for encver > 4, zero layers, fields out of range, a failed layer
-/// test or any read error.
+/// or chain test or any read error.
 pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError> {
     if !(0..=ENCODING_VERSION).contains(&encver) {
         return Err(DecodeError);
@@ -117,6 +120,12 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError>
             size: layer_size,
             data,
         });
+    }
+    let total: Option<u64> = layers
+        .iter()
+        .try_fold(0u64, |acc: u64, l: &Layer| acc.checked_add(l.size));
+    if options & !OPT_ALL != 0 || total != Some(size) {
+        return Err(DecodeError);
     }
     Ok(Chain {
         size,
@@ -251,6 +260,13 @@ mod tests {
         assert_eq!(load(&mut v, 4), Err(DecodeError));
         let mut v = good.clone();
         v.values[10] = Value::Bytes(vec![0; 4]);
+        assert_eq!(load(&mut v, 4), Err(DecodeError));
+        // Chain size that is not the sum of the layer sizes; unknown option bit.
+        let mut v = good.clone();
+        v.values[0] = Value::Unsigned(13);
+        assert_eq!(load(&mut v, 4), Err(DecodeError));
+        let mut v = good.clone();
+        v.values[2] = Value::Unsigned(5 | 16);
         assert_eq!(load(&mut v, 4), Err(DecodeError));
         // A huge announced layer count is not pre-allocated: it just runs out of data.
         let mut v = good.clone();

@@ -5,7 +5,8 @@
 //! `bf.max-filter-bytes`.
 
 use super::config;
-use redis_module::{Context, ContextFlags};
+use redis_module::{raw, Context, ContextFlags};
+use std::ffi::CStr;
 
 /// Bytes a new bit array may take now for a filter already holding `existing_bytes` of bit
 /// arrays, on a primary serving a client: the smallest of `maxmemory − used_memory` (when
@@ -18,24 +19,47 @@ pub fn new_array_budget(ctx: &Context, existing_bytes: u64) -> u64 {
     if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
         return u64::MAX;
     }
-    let info = ctx.server_info("memory");
-    let field = |name: &str| {
-        info.field(name)
-            .and_then(|v| v.to_string_lossy().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let used = field("used_memory");
-    let available = mem_available().unwrap_or_else(|| match field("total_system_memory") {
+    let [used, total_system_memory, maxmemory] =
+        memory_info(ctx, &[c"used_memory", c"total_system_memory", c"maxmemory"]);
+    let available = mem_available().unwrap_or(match total_system_memory {
         0 => u64::MAX,
         total => total.saturating_sub(used),
     });
-    let maxmemory = match field("maxmemory") {
+    let maxmemory = match maxmemory {
         0 => u64::MAX,
         max => max.saturating_sub(used),
     };
     maxmemory
         .min(available - available / 16)
         .min(config::max_filter_bytes().saturating_sub(existing_bytes))
+}
+
+/// Unsigned fields of the `memory` INFO section (0 when absent), read without creating any
+/// string (the crate's `ServerInfo::field` leaks one per call in redis-module 2.0.8).
+fn memory_info<const N: usize>(ctx: &Context, names: &[&CStr; N]) -> [u64; N] {
+    let mut out = [0u64; N];
+    // SAFETY: the three API functions exist since Redis 6.0; `data` is used only between
+    // GetServerInfo and FreeServerInfo, with the live context of the running command.
+    unsafe {
+        let (Some(get), Some(field), Some(free)) = (
+            raw::RedisModule_GetServerInfo,
+            raw::RedisModule_ServerInfoGetFieldUnsigned,
+            raw::RedisModule_FreeServerInfo,
+        ) else {
+            return out;
+        };
+        let data = get(ctx.get_raw(), c"memory".as_ptr());
+        if data.is_null() {
+            return out;
+        }
+        for (o, name) in out.iter_mut().zip(names) {
+            let mut err = 0;
+            let v = field(data, name.as_ptr(), &mut err);
+            *o = if err == 0 { v } else { 0 };
+        }
+        free(ctx.get_raw(), data);
+    }
+    out
 }
 
 /// `MemAvailable` of `/proc/meminfo` in bytes (Linux), the kernel's estimate of memory that can

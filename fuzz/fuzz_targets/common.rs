@@ -1,0 +1,96 @@
+//! Shared checks for the fuzz targets: exercise a decoded chain the way the module does after a
+//! LOADCHUNK / RESTORE (lookups, adds with a bounded growth budget, a SCANDUMP walk, RDB
+//! re-encoding) and assert the invariants every decoded chain must keep.
+#![allow(dead_code)]
+
+use redis_bf::bloom::dump::{chunk_at, decode_header, encode_header, MAX_CHUNK_BYTES};
+use redis_bf::bloom::rdb::{self, Values};
+use redis_bf::bloom::Chain;
+
+/// Largest bit-array total a fuzz input may make the decoders allocate (16 MiB).
+pub const MEMORY_BOUND: u64 = 16 << 20;
+
+/// Byte budget for a layer added while exercising a chain.
+const GROWTH_BUDGET: u64 = 1 << 20;
+
+/// Chain equality with doubles compared bit for bit (a decoded layer may carry a NaN `bpe`
+/// when its hash count is 0, and NaN != NaN).
+pub fn same(a: &Chain, b: &Chain) -> bool {
+    a.size == b.size
+        && a.options == b.options
+        && a.growth == b.growth
+        && a.layers.len() == b.layers.len()
+        && a.layers.iter().zip(&b.layers).all(|(x, y)| {
+            let (p, q) = (&x.params, &y.params);
+            x.size == y.size
+                && x.data == y.data
+                && p.entries == q.entries
+                && p.error.to_bits() == q.error.to_bits()
+                && p.bpe.to_bits() == q.bpe.to_bits()
+                && p.hashes == q.hashes
+                && p.bits == q.bits
+                && p.bytes == q.bytes
+                && p.n2 == q.n2
+        })
+}
+
+/// Invariants of any chain a decoder accepted, then lookups, adds and a dump round trip.
+pub fn exercise(chain: &mut Chain) {
+    assert!(
+        !chain.layers.is_empty(),
+        "a decoded chain has at least one layer"
+    );
+    for l in &chain.layers {
+        assert!(
+            l.params.is_consistent(),
+            "decoded layer fails its integrity test"
+        );
+        assert_eq!(
+            l.data.len() as u64,
+            l.params.bytes,
+            "bit array length = bytes"
+        );
+    }
+    // SCANDUMP walk: chunks never cross a layer, never exceed 16 MiB, and cover every byte.
+    let mut iter = 1i64;
+    let mut total = 0u64;
+    loop {
+        let (next, chunk) = chunk_at(chain, iter);
+        if next == 0 {
+            assert!(chunk.is_empty());
+            break;
+        }
+        assert!(!chunk.is_empty() && chunk.len() <= MAX_CHUNK_BYTES);
+        assert_eq!(next, iter + chunk.len() as i64);
+        total += chunk.len() as u64;
+        iter = next;
+    }
+    assert_eq!(total, chain.bit_array_bytes());
+    // Whatever a decoder accepted must survive SCANDUMP → LOADCHUNK, which is also how the AOF
+    // rewrite stores it: its header decodes again to the same shape.
+    let header = encode_header(chain);
+    let again = decode_header(&header, u64::MAX).unwrap_or_else(|e| {
+        panic!(
+            "the dump header of an accepted chain is refused ({e:?}): LOADCHUNK and an AOF \
+             rewrite would lose this filter"
+        )
+    });
+    assert_eq!(again.size, chain.size);
+    assert_eq!(again.layers.len(), chain.layers.len());
+    assert_eq!(encode_header(&again), header);
+    // RDB round trip.
+    let mut v = Values::default();
+    rdb::save(chain, &mut v);
+    let loaded = rdb::load(&mut v, rdb::ENCODING_VERSION).expect("saved chain loads");
+    assert!(same(&loaded, chain), "RDB round trip");
+    // Lookups and adds: an added item is always found afterwards; errors change nothing.
+    let _ = chain.capacity();
+    let _ = chain.mem_usage();
+    for item in [&b""[..], b"a", b"hello", b"\xff\x00binary\x01"] {
+        let before = chain.clone();
+        match chain.add(item, GROWTH_BUDGET) {
+            Ok(_) => assert!(chain.contains(item), "added item not found"),
+            Err(_) => assert!(same(chain, &before), "a failed add changed the chain"),
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! Redis Cluster never loses an item (issue 4, topology 2): three primaries with the module,
+//! created with `redis-cli --cluster create`; a cluster client (the `redis` crate's
+//! `ClusterClient`) writes 1000 filters spread over all slots; then slots holding filters move
+//! between the nodes three times with `redis-cli --cluster reshard` (MIGRATE, i.e. DUMP/RESTORE
+//! of the `MBbloom--` type) while a writer thread keeps adding items through the cluster client
+//! (MOVED/ASK redirections). Afterwards every acknowledged item is present, through the cluster
+//! client and directly on the node that owns the key's slot (CLUSTER KEYSLOT + CLUSTER NODES),
+//! and no other node holds keys of that slot. Also: COMMAND GETKEYS names the key of every BF
+//! command and COMMAND INFO gives the (1, 1, 1) key triple, so cluster clients route correctly.
+//!
+//! Runs in ~10–25 s. `cargo test --release --test cluster -- --nocapture` prints the figures.
+
+mod common;
+mod robust;
+
+use common::{free_port, Server};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Connection, Value};
+use robust::{info_field, missing, raw, value_error, wait_until, Rng};
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const FILTERS: usize = 1000;
+const ITEMS_PER_FILTER: usize = 50;
+const SLOTS_PER_MOVE: usize = 1500;
+
+fn key(i: usize) -> Vec<u8> {
+    format!("cl:{i}").into_bytes()
+}
+
+fn item(i: usize, n: usize) -> Vec<u8> {
+    format!("cl{i}:{n}").into_bytes()
+}
+
+fn start_node() -> Server {
+    let bus = free_port().to_string();
+    Server::start_with(
+        &[],
+        &[
+            ("cluster-enabled", "yes"),
+            ("cluster-config-file", "nodes.conf"),
+            ("cluster-node-timeout", "5000"),
+            ("cluster-port", bus.as_str()),
+        ],
+    )
+}
+
+fn redis_cli(args: &[String]) -> String {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli (redis-tools) must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+/// slot → port of the primary serving it, from CLUSTER NODES.
+fn slot_owners(con: &mut Connection) -> Vec<u16> {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(con).unwrap();
+    let mut owner = vec![0u16; 16384];
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 || !f[2].contains("master") {
+            continue;
+        }
+        let port: u16 = f[1]
+            .split('@')
+            .next()
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        for range in &f[8..] {
+            if range.starts_with('[') {
+                continue; // a migrating/importing marker
+            }
+            let (lo, hi) = match range.split_once('-') {
+                Some((a, b)) => (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()),
+                None => {
+                    let s = range.parse::<usize>().unwrap();
+                    (s, s)
+                }
+            };
+            for o in &mut owner[lo..=hi] {
+                *o = port;
+            }
+        }
+    }
+    owner
+}
+
+fn cluster_ok(port: u16) -> bool {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+        .map(|mut c| {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            info.contains("cluster_state:ok") && info.contains("cluster_slots_assigned:16384")
+        })
+        .unwrap_or(false)
+}
+
+fn dbsizes(nodes: &[Server]) -> Vec<i64> {
+    nodes
+        .iter()
+        .map(|n| redis::cmd("DBSIZE").query(&mut n.conn()).unwrap())
+        .collect()
+}
+
+/// Creates the filter `i` the way its kind says and adds its first items.
+fn create_filter(con: &mut ClusterConnection, i: usize) -> Vec<Vec<u8>> {
+    let k = key(i);
+    let items: Vec<Vec<u8>> = (0..ITEMS_PER_FILTER).map(|n| item(i, n)).collect();
+    let reply = match i % 4 {
+        0 => {
+            let _: () = redis::cmd("BF.RESERVE")
+                .arg(&k)
+                .arg(0.01)
+                .arg(20)
+                .query(con)
+                .unwrap();
+            raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items))
+        }
+        1 => raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items)),
+        2 => raw(
+            con,
+            redis::cmd("BF.INSERT")
+                .arg(&k)
+                .arg("CAPACITY")
+                .arg(10)
+                .arg("EXPANSION")
+                .arg(3)
+                .arg("ITEMS")
+                .arg(&items),
+        ),
+        _ => {
+            let _: () = redis::cmd("BF.RESERVE")
+                .arg(&k)
+                .arg(0.001)
+                .arg(1000)
+                .arg("NONSCALING")
+                .query(con)
+                .unwrap();
+            raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items))
+        }
+    };
+    let Value::Array(r) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(r.len(), items.len());
+    assert!(r.iter().all(|v| matches!(v, Value::Int(0 | 1))), "{r:?}");
+    items
+}
+
+/// Outcome of the writer thread: acknowledged (key, item) pairs and the errors it saw.
+struct Written {
+    acked: Vec<(Vec<u8>, Vec<u8>)>,
+    errors: Vec<String>,
+}
+
+fn writer(client: ClusterClient, stop: Arc<AtomicBool>, seed: u64) -> Written {
+    let mut con = client.get_connection().expect("cluster connection");
+    let mut rng = Rng::new(seed);
+    let mut out = Written {
+        acked: Vec::new(),
+        errors: Vec::new(),
+    };
+    let mut n = 0usize;
+    while !stop.load(Ordering::SeqCst) {
+        n += 1;
+        // Mostly existing filters (which move between nodes), sometimes new implicit ones.
+        let k = if n % 50 == 0 {
+            format!("clw:new:{n}").into_bytes()
+        } else {
+            key(rng.below(FILTERS as u64) as usize)
+        };
+        let it = format!("w:{n}").into_bytes();
+        let r: redis::RedisResult<i64> = redis::cmd("BF.ADD").arg(&k).arg(&it).query(&mut con);
+        match r {
+            Ok(0 | 1) => out.acked.push((k, it)),
+            Ok(v) => out.errors.push(format!("unexpected reply {v}")),
+            Err(e) => out.errors.push(e.to_string()),
+        }
+    }
+    out
+}
+
+#[test]
+fn resharding_under_writes_keeps_every_item() {
+    let t0 = Instant::now();
+    let nodes: Vec<Server> = (0..3).map(|_| start_node()).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+    redis_cli(&args);
+    for &p in &ports {
+        wait_until("cluster_state:ok", Duration::from_secs(60), || {
+            cluster_ok(p)
+        });
+    }
+    let ids: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut n.conn())
+                .unwrap()
+        })
+        .collect();
+    println!("cluster of 3 primaries up in {:?}", t0.elapsed());
+
+    let urls: Vec<String> = ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}/"))
+        .collect();
+    let client = ClusterClient::new(urls).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let mut expected: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    for i in 0..FILTERS {
+        expected.insert(key(i), create_filter(&mut con, i));
+    }
+    let before = dbsizes(&nodes);
+    assert_eq!(before.iter().sum::<i64>(), FILTERS as i64);
+    assert!(
+        before.iter().all(|&n| n > 200),
+        "filters spread over the nodes: {before:?}"
+    );
+    println!(
+        "{FILTERS} filters, {} items written through the cluster client; keys per node {before:?}",
+        FILTERS * ITEMS_PER_FILTER
+    );
+
+    // Reshard node0→node1, node2→node0, node0→node2 (redis-cli takes the lowest slots of the
+    // source, so each step moves other slots) while a writer keeps adding.
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = {
+        let client = client.clone();
+        let stop = stop.clone();
+        let seed = robust::seed_from_env("BF_CLUSTER_SEED");
+        std::thread::spawn(move || writer(client, stop, seed))
+    };
+    let mut moved_slots = 0;
+    let mut sizes = vec![before.clone()];
+    // Slot of every original filter, and the owners of all slots before each step.
+    let mut direct0 = nodes[0].conn();
+    let filter_slots: Vec<usize> = (0..FILTERS)
+        .map(|i| {
+            redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(key(i))
+                .query(&mut direct0)
+                .unwrap()
+        })
+        .collect();
+    let mut owners = slot_owners(&mut direct0);
+    let mut filters_moved = Vec::new();
+    for (from, to) in [(0usize, 1usize), (2, 0), (0, 2)] {
+        let t = Instant::now();
+        let out = redis_cli(&[
+            "--cluster".into(),
+            "reshard".into(),
+            format!("127.0.0.1:{}", ports[from]),
+            "--cluster-from".into(),
+            ids[from].clone(),
+            "--cluster-to".into(),
+            ids[to].clone(),
+            "--cluster-slots".into(),
+            SLOTS_PER_MOVE.to_string(),
+            "--cluster-yes".into(),
+        ]);
+        // The plan lists every slot once, the execution once more ("Moving slot N from
+        // 127.0.0.1:p to 127.0.0.1:q: …"): count the executed moves.
+        let moved = out
+            .lines()
+            .filter(|l| l.starts_with("Moving slot") && l.contains(" to 127.0.0.1:"))
+            .count();
+        moved_slots += moved;
+        for &p in &ports {
+            wait_until("cluster_state:ok", Duration::from_secs(60), || {
+                cluster_ok(p)
+            });
+        }
+        sizes.push(dbsizes(&nodes));
+        let now = slot_owners(&mut direct0);
+        // Original filters whose slot went from `from` to `to` in this step.
+        let moved_filters = filter_slots
+            .iter()
+            .filter(|&&slot| owners[slot] == ports[from] && now[slot] == ports[to])
+            .count();
+        owners = now;
+        filters_moved.push(moved_filters);
+        println!(
+            "reshard node{from}→node{to}: {moved} slots in {:?}, carrying {moved_filters} of the \
+             original filters (MIGRATE = DUMP/RESTORE); keys per node {:?}",
+            t.elapsed(),
+            sizes.last().unwrap()
+        );
+        assert!(moved >= SLOTS_PER_MOVE, "redis-cli moved {moved} slots");
+    }
+    stop.store(true, Ordering::SeqCst);
+    let written = w.join().expect("writer");
+    println!(
+        "writer: {} adds acknowledged during the reshards, {} errors {:?}",
+        written.acked.len(),
+        written.errors.len(),
+        written.errors.iter().take(5).collect::<Vec<_>>()
+    );
+    assert!(
+        written.errors.is_empty(),
+        "writer errors: {:?}",
+        written.errors
+    );
+    assert!(written.acked.len() > 1000, "the writer made progress");
+    // Every step moved filters.
+    assert!(
+        filters_moved.iter().all(|&n| n > 0),
+        "filters moved per step: {filters_moved:?}"
+    );
+    for (k, it) in written.acked {
+        expected.entry(k).or_default().push(it);
+    }
+
+    // Every item is present through the cluster client…
+    let mut con = client.get_connection().unwrap();
+    let mut checked = 0;
+    for (k, its) in &expected {
+        let miss = missing(&mut con, k, its, 1000);
+        assert!(
+            miss.is_empty(),
+            "{} items of {} missing through the cluster client",
+            miss.len(),
+            String::from_utf8_lossy(k)
+        );
+        checked += its.len();
+    }
+    // …and directly on the owner of the key's slot; no other node has keys in that slot.
+    let mut direct: Vec<Connection> = nodes.iter().map(|n| n.conn()).collect();
+    let owners = slot_owners(&mut direct[0]);
+    for (i, d) in direct.iter_mut().enumerate().skip(1) {
+        assert_eq!(slot_owners(d), owners, "node{i} agrees on slot ownership");
+    }
+    let mut per_node = [0usize; 3];
+    for (k, its) in &expected {
+        let slot: usize = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(k)
+            .query(&mut direct[0])
+            .unwrap();
+        let owner = ports.iter().position(|&p| p == owners[slot]).unwrap();
+        per_node[owner] += 1;
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(k)
+            .query(&mut direct[owner])
+            .unwrap();
+        assert_eq!(exists, 1, "{} on its owner", String::from_utf8_lossy(k));
+        let miss = missing(&mut direct[owner], k, its, 1000);
+        assert!(miss.is_empty(), "items missing on the owner node");
+        for (n, d) in direct.iter_mut().enumerate() {
+            if n != owner {
+                let c: i64 = redis::cmd("CLUSTER")
+                    .arg("COUNTKEYSINSLOT")
+                    .arg(slot)
+                    .query(d)
+                    .unwrap();
+                assert_eq!(c, 0, "node{n} still holds keys of slot {slot}");
+            }
+        }
+    }
+    let total: i64 = dbsizes(&nodes).iter().sum();
+    assert_eq!(total as usize, expected.len());
+    println!(
+        "verified: {} keys ({per_node:?} per owner node), {checked} items present, 0 missing; \
+         {moved_slots} slots moved in 3 reshards; {:?}",
+        expected.len(),
+        t0.elapsed()
+    );
+    for n in &nodes {
+        assert!(!n.log().contains("panicked"));
+        assert!(
+            !n.log().contains("Bad data format"),
+            "a MIGRATE payload was refused"
+        );
+    }
+}
+
+/// The scalar leaves of a reply, in order, as text.
+fn flatten(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Array(a) | Value::Set(a) => a.iter().for_each(|x| flatten(x, out)),
+        Value::Map(m) => m.iter().for_each(|(k, x)| {
+            flatten(k, out);
+            flatten(x, out);
+        }),
+        Value::BulkString(b) => out.push(String::from_utf8_lossy(b).to_string()),
+        Value::SimpleString(s) => out.push(s.clone()),
+        Value::Int(i) => out.push(i.to_string()),
+        other => out.push(format!("{other:?}")),
+    }
+}
+
+/// COMMAND GETKEYS names the key of every BF command; COMMAND INFO gives first key 1, last key
+/// 1, step 1 and a key spec starting at index 1.
+#[test]
+fn every_bf_command_names_its_key() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let _: () = redis::cmd("BF.RESERVE")
+        .arg("gk")
+        .arg(0.01)
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("gk")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    let calls: Vec<Vec<Vec<u8>>> = [
+        vec!["BF.RESERVE", "{k}1", "0.01", "100"],
+        vec!["BF.RESERVE", "{k}1", "0.01", "100", "EXPANSION", "4"],
+        vec!["BF.ADD", "{k}1", "item"],
+        vec!["BF.MADD", "{k}1", "a", "b", "c"],
+        vec!["BF.INSERT", "{k}1", "CAPACITY", "10", "ITEMS", "a", "b"],
+        vec!["BF.INSERT", "{k}1", "NOCREATE", "ITEMS", "a"],
+        vec!["BF.EXISTS", "{k}1", "item"],
+        vec!["BF.MEXISTS", "{k}1", "a", "b"],
+        vec!["BF.INFO", "{k}1"],
+        vec!["BF.INFO", "{k}1", "CAPACITY"],
+        vec!["BF.CARD", "{k}1"],
+        vec!["BF.DEBUG", "{k}1"],
+        vec!["BF.SCANDUMP", "{k}1", "0"],
+        vec!["BF.LOADCHUNK", "{k}1", "1", "HEADER"],
+    ]
+    .into_iter()
+    .map(|v| {
+        v.into_iter()
+            .map(|a| {
+                if a == "HEADER" {
+                    header.clone()
+                } else {
+                    a.as_bytes().to_vec()
+                }
+            })
+            .collect()
+    })
+    .collect();
+    let mut names = std::collections::BTreeSet::new();
+    for call in &calls {
+        let keys: Vec<Vec<u8>> = redis::cmd("COMMAND")
+            .arg("GETKEYS")
+            .arg(call)
+            .query(&mut con)
+            .unwrap_or_else(|e| panic!("GETKEYS {:?}: {e}", String::from_utf8_lossy(&call[0])));
+        assert_eq!(
+            keys,
+            vec![b"{k}1".to_vec()],
+            "{}",
+            String::from_utf8_lossy(&call[0])
+        );
+        names.insert(String::from_utf8_lossy(&call[0]).to_string());
+    }
+    assert_eq!(names.len(), 11, "all eleven commands: {names:?}");
+    for name in &names {
+        let info = raw(&mut con, redis::cmd("COMMAND").arg("INFO").arg(name));
+        assert!(value_error(&info).is_none());
+        let Value::Array(outer) = info else {
+            panic!("{info:?}")
+        };
+        let Some(Value::Array(entry)) = outer.first() else {
+            panic!("COMMAND INFO {name}: {outer:?}")
+        };
+        // [name, arity, flags, first key, last key, step, acl categories, tips, key specs, …]
+        assert_eq!(entry[3], Value::Int(1), "{name} first key");
+        assert_eq!(entry[4], Value::Int(1), "{name} last key");
+        assert_eq!(entry[5], Value::Int(1), "{name} key step");
+        // Key specs: begin_search {type index, spec {index 1}}.
+        let mut flat = Vec::new();
+        flatten(entry.get(8).expect("key specs"), &mut flat);
+        let begins_at_1 = flat
+            .windows(4)
+            .any(|w| w == ["type", "index", "spec", "index"])
+            && flat.windows(2).any(|w| w == ["index", "1"]);
+        assert!(begins_at_1, "{name} key spec: {flat:?}");
+    }
+    println!(
+        "COMMAND GETKEYS: {} calls over {} commands all name the key; COMMAND INFO key triple \
+         (1, 1, 1) for all (server {})",
+        calls.len(),
+        names.len(),
+        info_field(&mut con, "server", "redis_version")
+    );
+}

@@ -1,0 +1,2069 @@
+//! Hostile and absurd input never takes the server down (issue 4, items 5–8).
+//!
+//! - `restore_of_mutated_dump_payloads`: 10 000 RESTOREs of mutated valid DUMP payloads (byte
+//!   flips, truncations, insertions, huge lengths, and structure-aware mutations of the module
+//!   value stream: field values, opcodes, string lengths, layer counts, encoding versions), each
+//!   with the CRC64 fixed up so Redis hands it to the module. Each must answer an error or give a
+//!   valid filter on which every BF command works; PING after every batch; `used_memory` back at
+//!   its baseline after FLUSHALL.
+//! - `loadchunk_of_mutated_headers_and_chunks`: the same for 10 000 BF.LOADCHUNK headers (random
+//!   field values incl. huge bytes/bits/nfilters, consistent resizes, layer counts, options) each
+//!   followed by random chunks/iterators.
+//! - `absurd_sizes_are_errors_not_crashes`: huge capacity, tiny error rates, an expansion that
+//!   overflows on growth, 1000+ layers until the error rate underflows, `maxmemory` nearly
+//!   reached (Redis' OOM error for deny-oom commands, refused growth that changes nothing), and
+//!   `bf.max-filter-bytes`.
+//! - `no_leak_after_10000_filters`: 10 000 filters of mixed sizes created (RESERVE, implicit
+//!   adds, INSERT, LOADCHUNK, RESTORE, COPY) and deleted: `used_memory` back within 1%, INFO bf
+//!   back to zero; MEMORY USAGE = BF.INFO Size + key overhead and Size = 32 + Σ(64 + bytes).
+//! - `random_commands_never_panic`: a property test (1000 cases; `BF_SOAK=1`: 20 000) driving every
+//!   BF command with random arity and random tokens (keywords, numbers, binary, real headers)
+//!   against a live server, RESP2 and RESP3; after each case PING answers, the process is alive
+//!   and no reply is the module's caught-panic error.
+//!
+//! Runs in ~15–30 s. Seeds are printed (`BF_HOSTILE_SEED=…` repeats a run).
+
+mod common;
+mod robust;
+
+use common::Server;
+use redis::{Connection, ConnectionLike, Value};
+use redis_bf::bloom::dump::encode_header;
+use redis_bf::bloom::layer::{Layer, LayerParams};
+use redis_bf::bloom::Chain;
+use robust::{info_u64, raw, raw_pipe, scandump, value_error, Rng};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The module's reply when a handler panicked (caught before it reaches Redis).
+const CAUGHT_PANIC: &str = "ERR internal error in redis-bf";
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const PROBLEM: &str = "ERR problem inserting into filter";
+const FULL: &str = "ERR non scaling filter is full";
+const NO_MEMORY: &str = "ERR Insufficient memory to create filter";
+const COULD_NOT: &str = "ERR could not create filter";
+const BAD_DATA: &str = "ERR received bad data";
+/// `bf.max-filter-bytes` of the fuzzing servers (4 MiB): mutated sizes may allocate up to it.
+const FUZZ_FILTER_LIMIT: &str = "4194304";
+
+// ------------------------------------------------------------------------------------------
+// CRC64 (Redis' crc64.c: Jones polynomial, reflected, init 0, no final xor).
+
+fn crc64(data: &[u8]) -> u64 {
+    const POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5; // bit-reverse of 0xad93d23594c935a9
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= u64::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY_REFLECTED
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// A DUMP payload from a body (type byte + value) and the 2-byte RDB version: appends the
+/// version and the CRC64 of everything before it, little-endian.
+fn seal(body: &[u8], version: [u8; 2]) -> Vec<u8> {
+    let mut p = body.to_vec();
+    p.extend_from_slice(&version);
+    let crc = crc64(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+/// Splits a payload into (body, version), checking its CRC.
+fn unseal(p: &[u8]) -> (Vec<u8>, [u8; 2]) {
+    let n = p.len();
+    assert!(n > 10);
+    assert_eq!(
+        crc64(&p[..n - 8]).to_le_bytes(),
+        p[n - 8..],
+        "CRC64 of a real DUMP payload"
+    );
+    (p[..n - 10].to_vec(), [p[n - 10], p[n - 9]])
+}
+
+// ------------------------------------------------------------------------------------------
+// The module value stream inside a DUMP payload (RDB_TYPE_MODULE_2): the module id, then
+// (opcode, value) pairs — 2 unsigned (RDB length encoding), 4 double (8 raw bytes),
+// 5 string (RDB string) — and opcode 0 (EOF).
+
+fn read_len(b: &[u8], pos: &mut usize) -> Option<(u64, bool)> {
+    let first = *b.get(*pos)?;
+    *pos += 1;
+    Some(match first >> 6 {
+        0 => (u64::from(first & 0x3f), false),
+        1 => {
+            let second = *b.get(*pos)?;
+            *pos += 1;
+            ((u64::from(first & 0x3f) << 8) | u64::from(second), false)
+        }
+        2 if first == 0x80 => {
+            let v = u32::from_be_bytes(b.get(*pos..*pos + 4)?.try_into().ok()?);
+            *pos += 4;
+            (u64::from(v), false)
+        }
+        2 if first == 0x81 => {
+            let v = u64::from_be_bytes(b.get(*pos..*pos + 8)?.try_into().ok()?);
+            *pos += 8;
+            (v, false)
+        }
+        2 => return None,
+        _ => (u64::from(first & 0x3f), true),
+    })
+}
+
+fn write_len(v: u64, out: &mut Vec<u8>) {
+    if v < 64 {
+        out.push(v as u8);
+    } else if v < 16384 {
+        out.push(0x40 | (v >> 8) as u8);
+        out.push(v as u8);
+    } else if v <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(v as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Body {
+    Unsigned(u64),
+    Double(u64),
+    /// A plain string with the length its prefix claims (may differ from the data's).
+    Str {
+        data: Vec<u8>,
+        claimed: u64,
+    },
+    /// An encoded (integer or LZF) string, kept as raw bytes after the opcode.
+    Encoded(Vec<u8>),
+    Eof,
+}
+
+#[derive(Clone, Debug)]
+struct Field {
+    opcode: u64,
+    body: Body,
+}
+
+#[derive(Clone, Debug)]
+struct ModuleValue {
+    module_id: u64,
+    fields: Vec<Field>,
+    trailer: Vec<u8>,
+}
+
+fn parse_value(body: &[u8]) -> Option<ModuleValue> {
+    if body.first() != Some(&7) {
+        return None;
+    }
+    let mut pos = 1;
+    let (module_id, _) = read_len(body, &mut pos)?;
+    let mut fields = Vec::new();
+    loop {
+        let (opcode, _) = read_len(body, &mut pos)?;
+        let b = match opcode {
+            0 => Body::Eof,
+            2 => Body::Unsigned(read_len(body, &mut pos)?.0),
+            4 => {
+                let v = u64::from_le_bytes(body.get(pos..pos + 8)?.try_into().ok()?);
+                pos += 8;
+                Body::Double(v)
+            }
+            5 => {
+                let start = pos;
+                let (len, encoded) = read_len(body, &mut pos)?;
+                if encoded {
+                    match len {
+                        0 => pos += 1,
+                        1 => pos += 2,
+                        2 => pos += 4,
+                        3 => {
+                            let (clen, _) = read_len(body, &mut pos)?;
+                            read_len(body, &mut pos)?;
+                            pos += clen as usize;
+                        }
+                        _ => return None,
+                    }
+                    Body::Encoded(body.get(start..pos)?.to_vec())
+                } else {
+                    let data = body.get(pos..pos + len as usize)?.to_vec();
+                    pos += len as usize;
+                    Body::Str { data, claimed: len }
+                }
+            }
+            _ => return None,
+        };
+        let eof = matches!(b, Body::Eof);
+        fields.push(Field { opcode, body: b });
+        if eof {
+            break;
+        }
+    }
+    Some(ModuleValue {
+        module_id,
+        fields,
+        trailer: body[pos..].to_vec(),
+    })
+}
+
+fn encode_value(v: &ModuleValue) -> Vec<u8> {
+    let mut out = vec![7u8];
+    write_len(v.module_id, &mut out);
+    for f in &v.fields {
+        write_len(f.opcode, &mut out);
+        match &f.body {
+            Body::Unsigned(u) => write_len(*u, &mut out),
+            Body::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
+            Body::Str { data, claimed } => {
+                write_len(*claimed, &mut out);
+                out.extend_from_slice(data);
+            }
+            Body::Encoded(raw) => out.extend_from_slice(raw),
+            Body::Eof => {}
+        }
+    }
+    out.extend_from_slice(&v.trailer);
+    out
+}
+
+fn interesting_u64(rng: &mut Rng) -> u64 {
+    const V: [u64; 16] = [
+        0,
+        1,
+        2,
+        5,
+        8,
+        13,
+        16,
+        63,
+        64,
+        255,
+        1 << 31,
+        u32::MAX as u64,
+        1 << 32,
+        1 << 53,
+        1 << 63,
+        u64::MAX,
+    ];
+    match rng.below(4) {
+        0 => rng.next(),
+        1 => rng.below(2048),
+        _ => V[rng.below(V.len() as u64) as usize],
+    }
+}
+
+fn interesting_f64(rng: &mut Rng) -> f64 {
+    const V: [f64; 14] = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        0.5,
+        0.999_999,
+        1e-300,
+        5e-324,
+        -1.0,
+        2.0,
+        1e300,
+        0.01,
+    ];
+    match rng.below(3) {
+        0 => f64::from_bits(rng.next()),
+        _ => V[rng.below(V.len() as u64) as usize],
+    }
+}
+
+/// One structure-aware mutation of a module value.
+fn mutate_value(v: &mut ModuleValue, rng: &mut Rng) {
+    let n = v.fields.len();
+    let i = rng.below(n as u64) as usize;
+    match rng.below(14) {
+        0 => {
+            if let Some(f) = v
+                .fields
+                .iter_mut()
+                .filter(|f| matches!(f.body, Body::Unsigned(_)))
+                .nth(rng.below(8) as usize)
+            {
+                f.body = Body::Unsigned(interesting_u64(rng));
+            }
+        }
+        1 => {
+            if let Some(f) = v
+                .fields
+                .iter_mut()
+                .filter(|f| matches!(f.body, Body::Double(_)))
+                .nth(rng.below(4) as usize)
+            {
+                f.body = Body::Double(interesting_f64(rng).to_bits());
+            }
+        }
+        2..=4 => {
+            // A bit array: shorter, longer, or announcing more (or far more) than it has.
+            let which = rng.below(4) as usize;
+            let choice = rng.below(3);
+            let extra = rng.below(64) as usize;
+            let huge = [1u64 << 20, 1 << 32, 1 << 40, 1 << 62, u64::MAX][rng.below(5) as usize];
+            if let Some(Field {
+                body: Body::Str { data, claimed },
+                ..
+            }) = v
+                .fields
+                .iter_mut()
+                .filter(|f| matches!(f.body, Body::Str { .. }))
+                .nth(which)
+            {
+                match choice {
+                    0 => {
+                        let keep = (data.len() * extra / 64).min(data.len());
+                        data.truncate(keep);
+                        *claimed = keep as u64;
+                    }
+                    1 => {
+                        data.extend(std::iter::repeat_n(0xa5, extra + 1));
+                        *claimed = data.len() as u64;
+                    }
+                    _ => {
+                        *claimed = if extra % 2 == 0 {
+                            huge
+                        } else {
+                            *claimed + 1 + extra as u64
+                        }
+                    }
+                }
+            }
+        }
+        5 => v.fields[i].opcode = [0, 1, 2, 3, 4, 5, 6, 63, 1000][rng.below(9) as usize],
+        6 => {
+            v.fields.remove(i);
+        }
+        7 => {
+            let f = v.fields[i].clone();
+            v.fields.insert(i, f);
+        }
+        8 => v.module_id = (v.module_id & !1023) | [0, 1, 2, 3, 5, 6, 1023][rng.below(7) as usize],
+        9 => {
+            // The layer count: off by one, or huge.
+            if let Some(Field {
+                body: Body::Unsigned(u),
+                ..
+            }) = v.fields.get_mut(1)
+            {
+                *u = match rng.below(3) {
+                    0 => u.wrapping_add(1),
+                    1 => u.wrapping_sub(1),
+                    _ => interesting_u64(rng),
+                };
+            }
+        }
+        10 => {
+            if matches!(v.fields.last().map(|f| &f.body), Some(Body::Eof)) {
+                v.fields.pop();
+            }
+        }
+        11 => {
+            let n = 1 + rng.below(8) as usize;
+            v.trailer.extend(rng.bytes(n));
+        }
+        12 => {
+            // A consistent resize of one layer: a different but valid bit array.
+            let layer = rng.below(((n.saturating_sub(5)) / 8).max(1) as u64) as usize;
+            let words = 1 + rng.below(64) as usize;
+            let base = 4 + layer * 8;
+            if let (
+                Some(Field {
+                    body: Body::Unsigned(bits),
+                    ..
+                }),
+                true,
+            ) = (v.fields.get_mut(base + 4), base + 6 < n)
+            {
+                *bits = (words * 64) as u64;
+                let data = rng.bytes(words * 8);
+                v.fields[base + 6].body = Body::Str {
+                    claimed: data.len() as u64,
+                    data,
+                };
+            }
+        }
+        _ => {
+            // Options: any bits, also the ones LOADCHUNK refuses (RDB load does not check).
+            if let Some(Field {
+                body: Body::Unsigned(u),
+                ..
+            }) = v.fields.get_mut(2)
+            {
+                *u = interesting_u64(rng) & 0xffff_ffff;
+            }
+        }
+    }
+}
+
+/// One raw-byte mutation of a body (the type byte is kept so Redis calls the module).
+fn mutate_bytes(body: &mut Vec<u8>, rng: &mut Rng) {
+    let n = body.len();
+    let at = 1 + rng.below((n - 1) as u64) as usize;
+    match rng.below(5) {
+        0 => {
+            for _ in 0..1 + rng.below(4) {
+                let p = 1 + rng.below((n - 1) as u64) as usize;
+                body[p] ^= 1 << rng.below(8);
+            }
+        }
+        1 => body.truncate(at.max(2)),
+        2 => {
+            let n = 1 + rng.below(16) as usize;
+            let extra = rng.bytes(n);
+            body.splice(at..at, extra);
+        }
+        3 => {
+            let mut huge = vec![0x81];
+            huge.extend_from_slice(&interesting_u64(rng).to_be_bytes());
+            let end = (at + huge.len()).min(n);
+            body.splice(at..end, huge);
+        }
+        _ => {
+            let len = rng.below((n - at) as u64 + 1) as usize;
+            let copy = body[at..at + len].to_vec();
+            body.splice(at..at, copy);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Shared checks.
+
+/// Mutated payloads / headers per fuzz test: 10 000, or `BF_HOSTILE_CASES`.
+fn cases() -> usize {
+    std::env::var("BF_HOSTILE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000)
+}
+
+fn err_of(v: &Value) -> Option<String> {
+    value_error(v)
+}
+
+/// Asserts the server is alive and answers PING.
+fn assert_alive(s: &mut Server, con: &mut Connection, when: &str) {
+    let pong: String = redis::cmd("PING")
+        .query(con)
+        .unwrap_or_else(|e| panic!("no PONG {when}: {e}; log:\n{}", tail(&s.log())));
+    assert_eq!(pong, "PONG");
+    assert!(s.is_alive(), "server died {when}");
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// Runs every BF command on a key that holds a valid filter; all must answer without a
+/// crash, an added item must then be found, and the filter's own DUMP must RESTORE again.
+/// Returns the reason when something is wrong.
+fn exercise_key(con: &mut Connection, key: &[u8], n: u64) -> Result<(), String> {
+    let probe = format!("probe:{n}").into_bytes();
+    let mut p = redis::pipe();
+    p.cmd("TYPE").arg(key);
+    p.cmd("BF.EXISTS").arg(key).arg(&probe);
+    p.cmd("BF.MEXISTS").arg(key).arg("a").arg(&probe).arg("");
+    p.cmd("BF.ADD").arg(key).arg(&probe);
+    p.cmd("BF.EXISTS").arg(key).arg(&probe);
+    p.cmd("BF.INFO").arg(key);
+    p.cmd("BF.CARD").arg(key);
+    p.cmd("BF.DEBUG").arg(key);
+    p.cmd("BF.SCANDUMP").arg(key).arg(0);
+    p.cmd("BF.SCANDUMP").arg(key).arg(1);
+    p.cmd("MEMORY").arg("USAGE").arg(key);
+    p.cmd("DUMP").arg(key);
+    let r = raw_pipe(con, &p, 12);
+    let fail = |what: &str, v: &Value| Err(format!("{what}: {v:?}"));
+    match &r[0] {
+        Value::SimpleString(t) if t == "MBbloom--" => {}
+        v => return fail("TYPE", v),
+    }
+    for (i, what) in [(1, "BF.EXISTS"), (6, "BF.CARD"), (10, "MEMORY USAGE")] {
+        if !matches!(r[i], Value::Int(_)) {
+            return fail(what, &r[i]);
+        }
+    }
+    for (i, what) in [
+        (2, "BF.MEXISTS"),
+        (5, "BF.INFO"),
+        (7, "BF.DEBUG"),
+        (8, "SCANDUMP 0"),
+        (9, "SCANDUMP 1"),
+    ] {
+        if !matches!(r[i], Value::Array(_)) {
+            return fail(what, &r[i]);
+        }
+    }
+    match (&r[3], &r[4]) {
+        (Value::Int(_), Value::Int(1)) => {}
+        (e, _) if matches!(err_of(e).as_deref(), Some(PROBLEM | FULL)) => {}
+        (a, b) => return Err(format!("BF.ADD then BF.EXISTS: {a:?} {b:?}")),
+    }
+    let Value::BulkString(dump) = &r[11] else {
+        return fail("DUMP", &r[11]);
+    };
+    let copy = [key, b":again"].concat();
+    let v = raw(
+        con,
+        redis::cmd("RESTORE").arg(&copy).arg(0).arg(dump.as_slice()),
+    );
+    if err_of(&v).is_some() {
+        return fail("RESTORE of the filter's own DUMP", &v);
+    }
+    let _: i64 = redis::cmd("DEL").arg(&copy).query(con).unwrap();
+    Ok(())
+}
+
+/// The whole SCANDUMP walk in three round trips: the header, then every chunk (its iterators
+/// follow from the layer sizes: one chunk per layer, at most 16 MiB each) in one pipeline.
+fn scandump_pipelined(con: &mut Connection, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    let (one, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg(key)
+        .arg(0)
+        .query(con)
+        .unwrap();
+    let mut iters = vec![1i64];
+    for l in parse_header(&header).layers {
+        let mut left = l.bytes as i64;
+        while left > 0 {
+            let n = left.min(16 << 20);
+            iters.push(iters.last().unwrap() + n);
+            left -= n;
+        }
+    }
+    let mut p = redis::pipe();
+    for it in &iters {
+        p.cmd("BF.SCANDUMP").arg(key).arg(*it);
+    }
+    let replies = raw_pipe(con, &p, iters.len());
+    let mut walk = vec![(one, header)];
+    for r in replies {
+        let Value::Array(a) = r else {
+            panic!("SCANDUMP: {r:?}")
+        };
+        let (Value::Int(next), Value::BulkString(data)) = (&a[0], &a[1]) else {
+            panic!("SCANDUMP: {a:?}")
+        };
+        if *next == 0 {
+            break;
+        }
+        walk.push((*next, data.clone()));
+    }
+    walk
+}
+
+/// SCANDUMP → LOADCHUNK round trip of a filter (what the AOF rewrite does): the copy must be
+/// accepted and dump identically. Returns the failure, if any.
+fn dump_round_trip(con: &mut Connection, key: &[u8]) -> Option<String> {
+    let walk = scandump_pipelined(con, key);
+    let copy = [key, b":lc"].concat();
+    let mut p = redis::pipe();
+    for (iter, data) in &walk {
+        p.cmd("BF.LOADCHUNK")
+            .arg(&copy)
+            .arg(*iter)
+            .arg(data.as_slice());
+    }
+    let replies = raw_pipe(con, &p, walk.len());
+    let mut failure = walk.iter().zip(&replies).find_map(|((iter, _), r)| {
+        err_of(r).map(|e| format!("LOADCHUNK {iter} of its own SCANDUMP: {e}"))
+    });
+    if failure.is_none() && scandump_pipelined(con, &copy) != walk {
+        failure = Some("the LOADCHUNKed copy dumps differently".into());
+    }
+    let _: i64 = redis::cmd("DEL").arg(&copy).query(con).unwrap();
+    failure
+}
+
+/// used_memory through a connection kept idle for the measurement, after emptying the slow log
+/// and the error statistics (Redis' own bounded bookkeeping, which slow or failing commands fill).
+fn used_memory(meter: &mut Connection) -> u64 {
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(meter).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(meter).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    info_u64(meter, "memory", "used_memory")
+}
+
+/// Asserts `after` is within 1% of `before` or within `slack` bytes.
+fn assert_near(before: u64, after: u64, slack: u64, what: &str) {
+    let diff = after.abs_diff(before);
+    println!(
+        "{what}: used_memory before {before}, after {after}, difference {} bytes ({:.3}%)",
+        after as i64 - before as i64,
+        diff as f64 * 100.0 / before as f64
+    );
+    assert!(
+        diff * 100 <= before || diff <= slack,
+        "{what}: used_memory {before} → {after}"
+    );
+}
+
+/// Filters whose DUMP payloads and SCANDUMP walks seed the mutations.
+fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
+    let mut cmds: Vec<Vec<String>> = vec![
+        "BF.RESERVE s0 0.01 1000",
+        "BF.ADD s0 hello",
+        "BF.RESERVE s1 0.1 4 EXPANSION 3",
+        "BF.MADD s1 a b c d e f g h i j k l",
+        "BF.RESERVE s2 0.05 10 NONSCALING",
+        "BF.MADD s2 foo bar baz",
+        "BF.ADD s3 x",
+        "BF.RESERVE s4 0.01 10 EXPANSION 1",
+        "BF.RESERVE s6 0.001 20000",
+    ]
+    .into_iter()
+    .map(|c| c.split(' ').map(String::from).collect())
+    .collect();
+    cmds.push(
+        ["BF.MADD", "s4"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..120).map(|i| format!("m{i}")))
+            .collect(),
+    );
+    cmds.push(
+        ["BF.MADD", "s6"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..2000).map(|i| format!("n{i}")))
+            .collect(),
+    );
+    for c in &cmds {
+        let v = raw(con, redis::cmd(&c[0]).arg(&c[1..]));
+        assert!(err_of(&v).is_none(), "{c:?}: {v:?}");
+    }
+    // A legacy filter (32-bit hash, power-of-two layer), made with the core and LOADCHUNKed.
+    let p = LayerParams::for_capacity(100, 0.01, 0).unwrap();
+    let mut legacy = Chain {
+        size: 0,
+        options: 0,
+        growth: 2,
+        layers: vec![Layer::new(p).unwrap()],
+    };
+    for i in 0..50u32 {
+        legacy.add(&i.to_le_bytes(), u64::MAX).unwrap();
+    }
+    let _: () = redis::cmd("BF.LOADCHUNK")
+        .arg("s5")
+        .arg(1)
+        .arg(encode_header(&legacy))
+        .query(con)
+        .unwrap();
+    let _: () = redis::cmd("BF.LOADCHUNK")
+        .arg("s5")
+        .arg(1 + legacy.layers[0].data.len())
+        .arg(legacy.layers[0].data.as_slice())
+        .query(con)
+        .unwrap();
+    (0..7).map(|i| format!("s{i}").into_bytes()).collect()
+}
+
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn restore_of_mutated_dump_payloads() {
+    let cases = cases();
+    const BATCH: usize = 100;
+    let t0 = Instant::now();
+    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
+    let mut meter = s.conn();
+    let mut con = s.conn();
+    let seed_keys = make_seeds(&mut con);
+    // Seeds: each filter's DUMP without and with LZF compression.
+    let mut seeds: Vec<(Vec<u8>, [u8; 2], Option<ModuleValue>)> = Vec::new();
+    for compression in ["no", "yes"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdbcompression")
+            .arg(compression)
+            .query(&mut con)
+            .unwrap();
+        for k in &seed_keys {
+            let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut con).unwrap();
+            let (body, version) = unseal(&payload);
+            let parsed = parse_value(&body).expect("a DUMP payload parses");
+            assert_eq!(encode_value(&parsed), body, "value stream round trip");
+            // The unmutated payload restores.
+            let v = raw(
+                &mut con,
+                redis::cmd("RESTORE").arg(b"seedcheck").arg(0).arg(&payload),
+            );
+            assert!(err_of(&v).is_none(), "{v:?}");
+            let _: i64 = redis::cmd("DEL").arg("seedcheck").query(&mut con).unwrap();
+            seeds.push((body, version, Some(parsed)));
+        }
+    }
+    println!(
+        "CRC64 (Jones, reflected) verified on {} real DUMP payloads",
+        seeds.len()
+    );
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut valid = 0;
+    let mut round_trip_failures: Vec<String> = Vec::new();
+    let mut round_trip_why: BTreeMap<String, usize> = BTreeMap::new();
+    let mut baseline = 0;
+    let mut case = 0;
+    let warmup = BATCH;
+    while case < cases + warmup {
+        let mut p = redis::pipe();
+        let mut keys = Vec::new();
+        for _ in 0..BATCH {
+            let (body, version, parsed) = &seeds[rng.below(seeds.len() as u64) as usize];
+            let mut body = match parsed {
+                Some(v) if rng.chance(60) => {
+                    let mut v = v.clone();
+                    for _ in 0..1 + rng.below(3) {
+                        mutate_value(&mut v, &mut rng);
+                    }
+                    encode_value(&v)
+                }
+                _ => body.clone(),
+            };
+            if rng.chance(45) {
+                mutate_bytes(&mut body, &mut rng);
+            }
+            let mut payload = seal(&body, *version);
+            if rng.chance(1) {
+                let n = payload.len();
+                payload[n - 1] ^= 0x40; // a wrong CRC must be refused by Redis itself
+            }
+            let key = format!("h:{case}").into_bytes();
+            case += 1;
+            p.cmd("RESTORE").arg(&key).arg(0).arg(payload);
+            keys.push(key);
+        }
+        let replies = raw_pipe(&mut con, &p, keys.len());
+        assert_alive(
+            &mut s,
+            &mut con,
+            &format!("after RESTORE batch ending at case {case}"),
+        );
+        for (key, r) in keys.iter().zip(&replies) {
+            let outcome = match err_of(r) {
+                None => {
+                    valid += 1;
+                    if let Some(e) = dump_round_trip(&mut con, key) {
+                        let h = parse_header(&scandump(&mut con, key)[0].1);
+                        let sum = h.layers.iter().fold(0u64, |a, l| a.wrapping_add(l.size));
+                        let why = if h.options > 15 {
+                            format!("options {} (bits ≥ 16)", h.options)
+                        } else if sum != h.size {
+                            format!("chain size {} ≠ Σ layer sizes {sum}", h.size)
+                        } else {
+                            format!("{h:?}")
+                        };
+                        *round_trip_why
+                            .entry(why.split(' ').next().unwrap_or("").to_string())
+                            .or_default() += 1;
+                        round_trip_failures.push(format!("{e}: {why}"));
+                    }
+                    if let Err(e) = exercise_key(&mut con, key, case as u64) {
+                        panic!(
+                            "restored filter {:?} misbehaves: {e}",
+                            String::from_utf8_lossy(key)
+                        );
+                    }
+                    let _: i64 = redis::cmd("DEL").arg(key).query(&mut con).unwrap();
+                    "OK (valid filter, every command works)".to_string()
+                }
+                Some(e) => e,
+            };
+            *outcomes.entry(outcome).or_default() += 1;
+        }
+        assert_alive(
+            &mut s,
+            &mut con,
+            &format!("after exercising batch ending at case {case}"),
+        );
+        if case == warmup {
+            // Warm-up done: allocator and server structures are in steady state.
+            let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+            baseline = used_memory(&mut meter);
+            outcomes.clear();
+            valid = 0;
+            round_trip_failures.clear();
+            round_trip_why.clear();
+        }
+    }
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    drop(con);
+    let after = used_memory(&mut meter);
+    println!("{cases} mutated DUMP payloads RESTOREd, crashes 0, outcomes:");
+    for (o, n) in &outcomes {
+        println!("  {n:6}  {o}");
+    }
+    let allowed = [
+        "ERR Bad data format",
+        "ERR DUMP payload version or checksum are wrong",
+        "OK (valid filter, every command works)",
+    ];
+    for o in outcomes.keys() {
+        assert!(
+            allowed.contains(&o.as_str()),
+            "unexpected RESTORE outcome {o:?}"
+        );
+    }
+    assert!(valid > 100, "some mutations stay valid filters ({valid})");
+    println!(
+        "restored filters whose SCANDUMP does not LOADCHUNK back (lost by an AOF rewrite): {} of \
+         {valid} (by cause {round_trip_why:?}){}",
+        round_trip_failures.len(),
+        round_trip_failures
+            .first()
+            .map(|e| format!("; first: {e}"))
+            .unwrap_or_default()
+    );
+    assert_near(baseline, after, 64 * 1024, "RESTORE fuzz, after FLUSHALL");
+    assert_no_panic(&s);
+    assert!(
+        round_trip_failures.is_empty(),
+        "{} restored filters cannot be dumped and reloaded",
+        round_trip_failures.len()
+    );
+    println!("RESTORE fuzz: {:?}", t0.elapsed());
+}
+
+fn assert_no_panic(s: &Server) {
+    let log = s.log();
+    assert!(
+        !log.contains("panicked"),
+        "panic in the log:\n{}",
+        tail(&log)
+    );
+    assert!(
+        !log.contains("STACK TRACE"),
+        "crash report in the log:\n{}",
+        tail(&log)
+    );
+}
+
+/// A filter that RESTORE accepts must survive an AOF rewrite (which stores it as LOADCHUNK
+/// commands) and a restart. Variants of a real DUMP payload: unchanged; chain size one more
+/// than the sum of the layer sizes; an option bit ≥ 16 (RDB load does not check either,
+/// LOADCHUNK refuses both).
+#[test]
+fn restored_filters_survive_an_aof_rewrite() {
+    let mut s = Server::start_with(
+        &[],
+        &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")],
+    );
+    let mut con = s.conn();
+    assert!(cmd_text(&mut con, "BF.RESERVE src 0.1 4 EXPANSION 3").is_ok());
+    assert!(cmd_text(&mut con, "BF.MADD src a b c d e f g h i j k l").is_ok());
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut con).unwrap();
+    let (body, version) = unseal(&payload);
+    let value = parse_value(&body).expect("DUMP payload parses");
+    let set = |v: &mut ModuleValue, i: usize, f: &dyn Fn(u64) -> u64| {
+        if let Body::Unsigned(u) = &mut v.fields[i].body {
+            *u = f(*u);
+        }
+    };
+    let mut variants = vec![("unchanged", value.clone())];
+    let mut v = value.clone();
+    set(&mut v, 0, &|u| u + 1);
+    variants.push(("chain size = Σ layer sizes + 1", v));
+    let mut v = value.clone();
+    set(&mut v, 2, &|u| u | 16);
+    variants.push(("options | 16", v));
+    let mut before = Vec::new();
+    for (i, (what, v)) in variants.iter().enumerate() {
+        let key = format!("odd:{i}");
+        let r = raw(
+            &mut con,
+            redis::cmd("RESTORE")
+                .arg(&key)
+                .arg(0)
+                .arg(seal(&encode_value(v), version)),
+        );
+        // A value whose SCANDUMP header LOADCHUNK would refuse is refused by RESTORE too (else
+        // the AOF rewrite, which writes that header, would lose it); the unchanged one loads.
+        if i == 0 {
+            assert!(err_of(&r).is_none(), "RESTORE {what}: {r:?}");
+        } else {
+            assert_eq!(
+                err_of(&r).as_deref(),
+                Some("ERR Bad data format"),
+                "RESTORE {what}: {r:?}"
+            );
+            continue;
+        }
+        before.push(scandump(&mut con, key.as_bytes()));
+    }
+    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    robust::wait_until("the AOF rewrite", Duration::from_secs(30), || {
+        info_u64(&mut con, "persistence", "aof_rewrite_in_progress") == 0
+            && info_u64(&mut con, "persistence", "aof_rewrite_scheduled") == 0
+    });
+    s.restart(&[]);
+    let mut con = s.conn();
+    let mut lost = Vec::new();
+    for (i, (what, _)) in variants.iter().take(before.len()).enumerate() {
+        let key = format!("odd:{i}");
+        let exists: i64 = redis::cmd("EXISTS").arg(&key).query(&mut con).unwrap();
+        let same = exists == 1 && scandump(&mut con, key.as_bytes()) == before[i];
+        println!("RESTOREd filter ({what}) after AOF rewrite + restart: exists {exists}, same dump {same}");
+        if !same {
+            lost.push(*what);
+        }
+    }
+    assert!(lost.is_empty(), "filters lost by the AOF rewrite: {lost:?}");
+}
+
+// ------------------------------------------------------------------------------------------
+// LOADCHUNK headers.
+
+#[derive(Clone, Debug)]
+struct HLayer {
+    bytes: u64,
+    bits: u64,
+    size: u64,
+    error: f64,
+    bpe: f64,
+    hashes: u32,
+    entries: u64,
+    n2: u8,
+}
+
+#[derive(Clone, Debug)]
+struct Header {
+    size: u64,
+    nfilters: u32,
+    options: u32,
+    growth: u32,
+    layers: Vec<HLayer>,
+}
+
+fn parse_header(h: &[u8]) -> Header {
+    let u64_at = |p: usize| u64::from_le_bytes(h[p..p + 8].try_into().unwrap());
+    let u32_at = |p: usize| u32::from_le_bytes(h[p..p + 4].try_into().unwrap());
+    let nfilters = u32_at(8);
+    let layers = (0..nfilters as usize)
+        .map(|i| {
+            let b = 20 + 53 * i;
+            HLayer {
+                bytes: u64_at(b),
+                bits: u64_at(b + 8),
+                size: u64_at(b + 16),
+                error: f64::from_bits(u64_at(b + 24)),
+                bpe: f64::from_bits(u64_at(b + 32)),
+                hashes: u32_at(b + 40),
+                entries: u64_at(b + 44),
+                n2: h[b + 52],
+            }
+        })
+        .collect();
+    Header {
+        size: u64_at(0),
+        nfilters,
+        options: u32_at(12),
+        growth: u32_at(16),
+        layers,
+    }
+}
+
+fn write_header(h: &Header) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&h.size.to_le_bytes());
+    out.extend_from_slice(&h.nfilters.to_le_bytes());
+    out.extend_from_slice(&h.options.to_le_bytes());
+    out.extend_from_slice(&h.growth.to_le_bytes());
+    for l in &h.layers {
+        out.extend_from_slice(&l.bytes.to_le_bytes());
+        out.extend_from_slice(&l.bits.to_le_bytes());
+        out.extend_from_slice(&l.size.to_le_bytes());
+        out.extend_from_slice(&l.error.to_le_bytes());
+        out.extend_from_slice(&l.bpe.to_le_bytes());
+        out.extend_from_slice(&l.hashes.to_le_bytes());
+        out.extend_from_slice(&l.entries.to_le_bytes());
+        out.push(l.n2);
+    }
+    out
+}
+
+/// Error rate → (bpe, hashes) as the sizing rules compute them (with RedisBloom's truncated
+/// constants, as the module has them).
+fn shape_for(error: f64) -> (f64, u32) {
+    use redis_bf::bloom::layer::{LN2, LN2_SQUARED};
+    let bpe = (error.ln() / LN2_SQUARED).abs();
+    (bpe, (LN2 * bpe).ceil() as u32)
+}
+
+fn mutate_header(h: &mut Header, rng: &mut Rng) {
+    let li = rng.below(h.layers.len().max(1) as u64) as usize;
+    let fix_size =
+        |h: &mut Header| h.size = h.layers.iter().fold(0u64, |a, l| a.wrapping_add(l.size));
+    match rng.below(12) {
+        0 => h.size = interesting_u64(rng),
+        1 => h.nfilters = interesting_u64(rng) as u32,
+        2 => h.options = interesting_u64(rng) as u32 & if rng.chance(70) { 15 } else { u32::MAX },
+        3 => h.growth = interesting_u64(rng) as u32,
+        4 if !h.layers.is_empty() => {
+            let l = &mut h.layers[li];
+            match rng.below(8) {
+                0 => l.bytes = interesting_u64(rng),
+                1 => l.bits = interesting_u64(rng),
+                2 => l.size = interesting_u64(rng),
+                3 => l.error = interesting_f64(rng),
+                4 => l.bpe = interesting_f64(rng),
+                5 => l.hashes = interesting_u64(rng) as u32,
+                6 => l.entries = interesting_u64(rng),
+                _ => l.n2 = interesting_u64(rng) as u8,
+            }
+        }
+        5 if !h.layers.is_empty() => {
+            // Consistent resize, from tiny to absurd: huge `bytes` must be refused before
+            // anything is allocated.
+            let bytes = [
+                8u64,
+                16,
+                1024,
+                1 << 16,
+                1 << 20,
+                1 << 21,
+                1 << 22,
+                1 << 23,
+                1 << 33,
+                1 << 40,
+                1 << 60,
+                u64::MAX / 8,
+            ][rng.below(12) as usize]
+                / 8
+                * 8;
+            let l = &mut h.layers[li];
+            l.bytes = bytes.max(8);
+            l.bits = l.bytes.wrapping_mul(8);
+            if rng.chance(50) {
+                l.n2 = 0;
+            }
+        }
+        6 if !h.layers.is_empty() => {
+            // Another valid error rate (k up to ~1075 for the smallest doubles).
+            let e = [0.5, 0.1, 1e-5, 1e-100, 1e-300, 5e-324, 0.999_999][rng.below(7) as usize];
+            let (bpe, k) = shape_for(e);
+            let l = &mut h.layers[li];
+            l.error = e;
+            l.bpe = bpe;
+            l.hashes = k;
+        }
+        7 if !h.layers.is_empty() => {
+            // One more (or one less) layer, counts kept consistent.
+            if rng.chance(50) || h.layers.len() == 1 {
+                let l = h.layers[li].clone();
+                h.layers.push(l);
+            } else {
+                h.layers.remove(li);
+            }
+            h.nfilters = h.layers.len() as u32;
+            fix_size(h);
+        }
+        8 if !h.layers.is_empty() => {
+            // A full layer with an absurd capacity: the next growth overflows.
+            let l = &mut h.layers[li];
+            l.entries = [u64::MAX, 1 << 62, 1 << 40, 0][rng.below(4) as usize];
+            l.size = l.entries;
+            h.growth = [u32::MAX, 2, 1 << 20][rng.below(3) as usize];
+            fix_size(h);
+        }
+        9 => {
+            // Many layers announced with a matching length (bounded: 2000 layers = 106 KB).
+            let n = [0usize, 1, 200, 2000][rng.below(4) as usize];
+            if let Some(l) = h.layers.first().cloned() {
+                h.layers = vec![l; n];
+                h.nfilters = n as u32;
+                fix_size(h);
+            }
+        }
+        _ => {
+            if !h.layers.is_empty() {
+                h.layers[li].size = interesting_u64(rng);
+            }
+            if rng.chance(50) {
+                fix_size(h);
+            }
+        }
+    }
+}
+
+#[test]
+fn loadchunk_of_mutated_headers_and_chunks() {
+    let cases = cases();
+    const BATCH: usize = 100;
+    let t0 = Instant::now();
+    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
+    let mut meter = s.conn();
+    let mut con = s.conn();
+    let seed_keys = make_seeds(&mut con);
+    let seeds: Vec<Vec<(i64, Vec<u8>)>> = seed_keys.iter().map(|k| scandump(&mut con, k)).collect();
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+
+    let mut header_outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut chunk_outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut baseline = 0;
+    let mut case = 0;
+    let mut chunks_sent = 0;
+    let warmup = BATCH;
+    while case < cases + warmup {
+        let mut p = redis::pipe();
+        let mut plan: Vec<(Vec<u8>, usize)> = Vec::new(); // key, chunk commands after the header
+        let mut sent = 0;
+        for _ in 0..BATCH {
+            let seed = &seeds[rng.below(seeds.len() as u64) as usize];
+            let mut header = seed[0].1.clone();
+            let mut shape = parse_header(&header);
+            if rng.chance(85) {
+                for _ in 0..1 + rng.below(3) {
+                    mutate_header(&mut shape, &mut rng);
+                }
+                header = write_header(&shape);
+            }
+            if rng.chance(20) {
+                mutate_bytes(&mut header, &mut rng);
+                if rng.chance(30) {
+                    header.remove(0);
+                }
+            }
+            let key = format!("lc:{case}").into_bytes();
+            case += 1;
+            // Iterator 1 creates; sometimes a non-numeric or other iterator on the missing key.
+            let iter: Vec<u8> = match rng.below(40) {
+                0 => b"abc".to_vec(),
+                1 => b"2".to_vec(),
+                2 => b"-1".to_vec(),
+                3 => b"01".to_vec(),
+                _ => b"1".to_vec(),
+            };
+            p.cmd("BF.LOADCHUNK").arg(&key).arg(iter).arg(&header);
+            sent += 1;
+            // Chunks: the seed's own ones, consistent random ones, or absurd iterators.
+            let layer_bytes: Vec<u64> = shape.layers.iter().map(|l| l.bytes).collect();
+            let total: u64 = layer_bytes.iter().fold(0u64, |a, b| a.saturating_add(*b));
+            let nchunks = rng.below(4) as usize;
+            for _ in 0..nchunks {
+                let (iter, data): (i64, Vec<u8>) = match rng.below(4) {
+                    0 if seed.len() > 1 => {
+                        seed[1 + rng.below(seed.len() as u64 - 1) as usize].clone()
+                    }
+                    1 if total > 0 && total < 1 << 30 => {
+                        let start = rng.below(total);
+                        let len = rng.below(65).min(total - start);
+                        ((start + len + 1) as i64, rng.bytes(len as usize))
+                    }
+                    _ => {
+                        let len = rng.below(70) as usize;
+                        let iter = [
+                            0,
+                            -1,
+                            i64::MIN,
+                            i64::MAX,
+                            len as i64,
+                            total as i64 + 2,
+                            rng.next() as i64,
+                        ][rng.below(7) as usize];
+                        (iter, rng.bytes(len))
+                    }
+                };
+                p.cmd("BF.LOADCHUNK").arg(&key).arg(iter).arg(data);
+                sent += 1;
+            }
+            plan.push((key, nchunks));
+        }
+        let replies = raw_pipe(&mut con, &p, sent);
+        chunks_sent += sent;
+        assert_alive(
+            &mut s,
+            &mut con,
+            &format!("after LOADCHUNK batch ending at case {case}"),
+        );
+        let mut at = 0;
+        for (key, nchunks) in &plan {
+            let h = err_of(&replies[at]).unwrap_or_else(|| "OK".into());
+            *header_outcomes.entry(h.clone()).or_default() += 1;
+            for r in &replies[at + 1..at + 1 + nchunks] {
+                *chunk_outcomes
+                    .entry(err_of(r).unwrap_or_else(|| "OK".into()))
+                    .or_default() += 1;
+            }
+            at += 1 + nchunks;
+            if h == "OK" {
+                if let Some(e) = dump_round_trip(&mut con, key) {
+                    panic!("LOADCHUNKed filter {:?}: {e}", String::from_utf8_lossy(key));
+                }
+                if let Err(e) = exercise_key(&mut con, key, case as u64) {
+                    panic!(
+                        "LOADCHUNKed filter {:?} misbehaves: {e}",
+                        String::from_utf8_lossy(key)
+                    );
+                }
+                let _: i64 = redis::cmd("DEL").arg(key).query(&mut con).unwrap();
+            }
+        }
+        assert_alive(
+            &mut s,
+            &mut con,
+            &format!("after exercising batch ending at case {case}"),
+        );
+        if case == warmup {
+            let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+            baseline = used_memory(&mut meter);
+            header_outcomes.clear();
+            chunk_outcomes.clear();
+            chunks_sent = 0;
+        }
+    }
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    drop(con);
+    let after = used_memory(&mut meter);
+    if std::env::var_os("BF_DEBUG_MEM").is_some() {
+        let stats: Value = redis::cmd("MEMORY").arg("STATS").query(&mut meter).unwrap();
+        println!("MEMORY STATS {stats:?}");
+        let bf: String = redis::cmd("INFO").arg("bf").query(&mut meter).unwrap();
+        println!("{bf}");
+    }
+    println!(
+        "{cases} mutated headers ({chunks_sent} LOADCHUNK commands with the chunks), crashes 0"
+    );
+    println!("header outcomes:");
+    for (o, n) in &header_outcomes {
+        println!("  {n:6}  {o}");
+    }
+    println!("chunk outcomes:");
+    for (o, n) in &chunk_outcomes {
+        println!("  {n:6}  {o}");
+    }
+    let allowed = [
+        "OK",
+        BAD_DATA,
+        "ERR invalid offset - no link found",
+        "ERR invalid chunk - Too big for current filter",
+        "ERR Second argument must be numeric",
+        "ERR not found",
+    ];
+    for o in header_outcomes.keys().chain(chunk_outcomes.keys()) {
+        assert!(
+            allowed.contains(&o.as_str()),
+            "unexpected LOADCHUNK outcome {o:?}"
+        );
+    }
+    assert!(header_outcomes.get("OK").copied().unwrap_or(0) > 500);
+    assert!(header_outcomes.get(BAD_DATA).copied().unwrap_or(0) > 500);
+    assert_near(baseline, after, 64 * 1024, "LOADCHUNK fuzz, after FLUSHALL");
+    assert_no_panic(&s);
+    println!("LOADCHUNK fuzz: {:?}", t0.elapsed());
+}
+
+// ------------------------------------------------------------------------------------------
+
+fn cmd_text(con: &mut Connection, line: &str) -> Result<Value, String> {
+    let parts: Vec<&str> = line.split(' ').collect();
+    let v = raw(con, redis::cmd(parts[0]).arg(&parts[1..]));
+    match err_of(&v) {
+        Some(e) => Err(e),
+        None => Ok(v),
+    }
+}
+
+fn info_of(con: &mut Connection, key: &str) -> Vec<Value> {
+    match raw(con, redis::cmd("BF.INFO").arg(key)) {
+        Value::Array(a) => a,
+        v => panic!("BF.INFO {key}: {v:?}"),
+    }
+}
+
+fn info_num(con: &mut Connection, key: &str, field: &str) -> i64 {
+    let v: Vec<i64> = redis::cmd("BF.INFO")
+        .arg(key)
+        .arg(field)
+        .query(con)
+        .unwrap();
+    v[0]
+}
+
+#[test]
+fn absurd_sizes_are_errors_not_crashes() {
+    let t0 = Instant::now();
+    let mut s = Server::start();
+    let mut con = s.conn();
+
+    // Huge capacity: an error, nothing created.
+    for line in [
+        "BF.RESERVE a 0.01 1000000000000000000",
+        "BF.RESERVE a 0.01 9223372036854775807",
+        "BF.RESERVE a 0.000001 100000000000000",
+        "BF.INSERT a CAPACITY 1000000000000000000 ITEMS x",
+    ] {
+        let e = cmd_text(&mut con, line).unwrap_err();
+        assert!(e == NO_MEMORY || e == COULD_NOT, "{line}: {e}");
+        println!("{line} → {e}");
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.initial-size")
+        .arg("1000000000000000000")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(cmd_text(&mut con, "BF.ADD a x").unwrap_err(), NO_MEMORY);
+    assert_eq!(cmd_text(&mut con, "BF.MADD a x y").unwrap_err(), NO_MEMORY);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.initial-size")
+        .arg("100")
+        .query(&mut con)
+        .unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg("a").query(&mut con).unwrap();
+    assert_eq!(exists, 0, "nothing half-created");
+    assert_alive(&mut s, &mut con, "after huge capacities");
+
+    // Tiny error rates.
+    assert!(cmd_text(&mut con, "BF.RESERVE t1 1e-300 1000").is_ok());
+    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("t1").query(&mut con).unwrap();
+    let (_, k1) = shape_for(1e-300 * 0.5);
+    assert!(debug[1].contains(&format!("hashes:{k1} ")), "{debug:?}");
+    assert_eq!(cmd_text(&mut con, "BF.ADD t1 x").unwrap(), Value::Int(1));
+    assert_eq!(cmd_text(&mut con, "BF.EXISTS t1 x").unwrap(), Value::Int(1));
+    // The smallest double halves to 0 for a scaling filter's first layer: not a valid layer.
+    assert_eq!(
+        cmd_text(&mut con, "BF.RESERVE t2 5e-324 10").unwrap_err(),
+        COULD_NOT
+    );
+    assert!(cmd_text(&mut con, "BF.RESERVE t3 5e-324 10 NONSCALING").is_ok());
+    assert_eq!(cmd_text(&mut con, "BF.ADD t3 x").unwrap(), Value::Int(1));
+    let t3 = scandump(&mut con, b"t3");
+    robust::loadchunks(&mut con, b"t3copy", &t3);
+    assert_eq!(
+        cmd_text(&mut con, "BF.EXISTS t3copy x").unwrap(),
+        Value::Int(1)
+    );
+    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("t3").query(&mut con).unwrap();
+    println!(
+        "tiny error rates: 1e-300 → {k1} hashes; 5e-324 NONSCALING → {:?}",
+        debug[1]
+    );
+
+    // Expansion that overflows on growth: a full layer of 2^62 entries, growth 2^32−1.
+    let (bpe, k) = shape_for(0.01);
+    let header = write_header(&Header {
+        size: 1 << 62,
+        nfilters: 1,
+        options: 5,
+        growth: u32::MAX,
+        layers: vec![HLayer {
+            bytes: 8,
+            bits: 64,
+            size: 1 << 62,
+            error: 0.01,
+            bpe,
+            hashes: k,
+            entries: 1 << 62,
+            n2: 0,
+        }],
+    });
+    let _: () = redis::cmd("BF.LOADCHUNK")
+        .arg("ov")
+        .arg(1)
+        .arg(&header)
+        .query(&mut con)
+        .unwrap();
+    let before = (info_of(&mut con, "ov"), scandump(&mut con, b"ov"));
+    // An item whose bits are not all set in the empty 64-bit layer.
+    assert_eq!(
+        cmd_text(&mut con, "BF.ADD ov newitem").unwrap_err(),
+        PROBLEM
+    );
+    let v = raw(
+        &mut con,
+        redis::cmd("BF.MADD").arg("ov").arg("n1").arg("n2"),
+    );
+    assert_eq!(
+        format!("{v:?}")
+            .matches("problem inserting into filter")
+            .count(),
+        2,
+        "{v:?}"
+    );
+    assert_eq!(
+        (info_of(&mut con, "ov"), scandump(&mut con, b"ov")),
+        before,
+        "nothing changed"
+    );
+    // Real growth with EXPANSION 2^32−1: the second layer (~6.7 GB) is refused by the
+    // per-filter limit, nothing changes.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.max-filter-bytes")
+        .arg(1 << 30)
+        .query(&mut con)
+        .unwrap();
+    assert!(cmd_text(&mut con, "BF.RESERVE g 0.01 1 EXPANSION 4294967295").is_ok());
+    assert_eq!(cmd_text(&mut con, "BF.ADD g first").unwrap(), Value::Int(1));
+    let before = (info_of(&mut con, "g"), scandump(&mut con, b"g"));
+    assert_eq!(cmd_text(&mut con, "BF.ADD g second").unwrap_err(), PROBLEM);
+    assert_eq!((info_of(&mut con, "g"), scandump(&mut con, b"g")), before);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.max-filter-bytes")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    println!("expansion overflow: 2^62 entries × (2^32−1) → {PROBLEM:?}, filter unchanged");
+
+    // 1000+ layers: capacity 1, expansion 1, error halving until it underflows.
+    assert!(cmd_text(&mut con, "BF.RESERVE L 0.5 1 EXPANSION 1").is_ok());
+    let mut accepted: Vec<Vec<u8>> = Vec::new();
+    let mut n = 0u64;
+    let stop_error = 'outer: loop {
+        let batch: Vec<Vec<u8>> = (0..64)
+            .map(|_| {
+                n += 1;
+                format!("layer-item:{n}").into_bytes()
+            })
+            .collect();
+        let v = raw(&mut con, redis::cmd("BF.MADD").arg("L").arg(&batch));
+        let Value::Array(r) = v else { panic!("{v:?}") };
+        for (it, x) in batch.into_iter().zip(r) {
+            match x {
+                Value::Int(_) => accepted.push(it),
+                e => break 'outer err_of(&e).unwrap(),
+            }
+        }
+        assert!(n < 100_000, "the error rate never underflowed");
+    };
+    let layers = info_num(&mut con, "L", "FILTERS");
+    let items = info_num(&mut con, "L", "ITEMS");
+    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("L").query(&mut con).unwrap();
+    println!(
+        "error-rate underflow: {layers} layers, {items} items, stopped with {stop_error:?} after {n} \
+         adds; last layer {:?}",
+        debug.last().unwrap()
+    );
+    assert_eq!(stop_error, PROBLEM);
+    assert!(layers >= 1000, "{layers} layers");
+    assert!(robust::missing(&mut con, b"L", &accepted, 1000).is_empty());
+    // The 1000-layer filter survives DUMP/RESTORE, DEBUG RELOAD and SCANDUMP/LOADCHUNK.
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("L").query(&mut con).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("L2")
+        .arg(0)
+        .arg(dump)
+        .query(&mut con)
+        .unwrap();
+    let walk = scandump(&mut con, b"L");
+    robust::loadchunks(&mut con, b"L3", &walk);
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    for k in ["L", "L2", "L3"] {
+        assert!(
+            robust::missing(&mut con, k.as_bytes(), &accepted, 1000).is_empty(),
+            "{k}"
+        );
+        assert_eq!(info_num(&mut con, k, "FILTERS"), layers);
+    }
+    assert_alive(&mut s, &mut con, "after the layer underflow");
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+
+    // maxmemory nearly reached.
+    let used = info_u64(&mut con, "memory", "used_memory");
+    let max = used + 40_000_000;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(max)
+        .query(&mut con)
+        .unwrap();
+    assert!(cmd_text(&mut con, "BF.RESERVE mA 0.01 15000000").is_ok()); // ~20.7 MB
+    assert_eq!(
+        cmd_text(&mut con, "BF.RESERVE mB 0.01 15000000").unwrap_err(),
+        NO_MEMORY
+    );
+    assert_eq!(
+        cmd_text(&mut con, "BF.ADD mB x").map(|_| ()),
+        Ok(()),
+        "a small implicit filter still fits"
+    );
+    assert!(cmd_text(&mut con, "BF.RESERVE mC 0.01 1000 EXPANSION 20000").is_ok());
+    let fill: Vec<Vec<u8>> = (0..1100)
+        .map(|i| format!("fill:{i}").into_bytes())
+        .collect();
+    let v = raw(&mut con, redis::cmd("BF.MADD").arg("mC").arg(&fill));
+    let refused = format!("{v:?}")
+        .matches("problem inserting into filter")
+        .count();
+    assert!(refused > 0, "growth past maxmemory refused: {v:?}");
+    let before = (info_of(&mut con, "mC"), scandump(&mut con, b"mC"));
+    assert_eq!(
+        cmd_text(&mut con, "BF.ADD mC one-more").unwrap_err(),
+        PROBLEM
+    );
+    assert_eq!(
+        (info_of(&mut con, "mC"), scandump(&mut con, b"mC")),
+        before,
+        "nothing changed"
+    );
+    println!(
+        "maxmemory {max} (used {used}): 20.7 MB filter created, a second refused with {NO_MEMORY:?}, \
+         growth to a 31 MB layer refused with {PROBLEM:?} ({refused} items), filter unchanged"
+    );
+    // Past maxmemory: every deny-oom command gets Redis' OOM error; reads still work.
+    let used_now = info_u64(&mut con, "memory", "used_memory");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(used_now - 1_000_000)
+        .query(&mut con)
+        .unwrap();
+    let (_, hdr) = &scandump(&mut con, b"mB")[0];
+    for args in [
+        vec![b"BF.ADD".to_vec(), b"mC".to_vec(), b"x".to_vec()],
+        vec![b"BF.MADD".to_vec(), b"mC".to_vec(), b"x".to_vec()],
+        vec![
+            b"BF.INSERT".to_vec(),
+            b"new".to_vec(),
+            b"ITEMS".to_vec(),
+            b"x".to_vec(),
+        ],
+        vec![
+            b"BF.RESERVE".to_vec(),
+            b"new".to_vec(),
+            b"0.01".to_vec(),
+            b"10".to_vec(),
+        ],
+        vec![
+            b"BF.LOADCHUNK".to_vec(),
+            b"new".to_vec(),
+            b"1".to_vec(),
+            hdr.clone(),
+        ],
+    ] {
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let r = common::raw_command(s.port, false, &refs);
+        assert_eq!(
+            String::from_utf8_lossy(&r),
+            format!("-{OOM}\r\n"),
+            "{}",
+            String::from_utf8_lossy(&args[0])
+        );
+    }
+    assert_eq!(cmd_text(&mut con, "BF.EXISTS mB x").unwrap(), Value::Int(1));
+    assert!(cmd_text(&mut con, "BF.INFO mA").is_ok());
+    let _: i64 = redis::cmd("DEL").arg("mA").query(&mut con).unwrap();
+    assert_eq!(
+        cmd_text(&mut con, "BF.ADD mB y").unwrap(),
+        Value::Int(1),
+        "works again after DEL"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    println!("past maxmemory: BF.ADD/MADD/INSERT/RESERVE/LOADCHUNK → -{OOM}");
+
+    // The per-filter byte limit.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.max-filter-bytes")
+        .arg(100_000)
+        .query(&mut con)
+        .unwrap();
+    let limit: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("bf.max-filter-bytes")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(limit[1], "100000");
+    assert_eq!(
+        cmd_text(&mut con, "BF.RESERVE x1 0.01 100000").unwrap_err(),
+        NO_MEMORY
+    ); // 138 KB
+    assert!(cmd_text(&mut con, "BF.RESERVE x2 0.01 40000").is_ok()); // 55 KB
+    let fill: Vec<Vec<u8>> = (0..41_000)
+        .map(|i| format!("x2:{i}").into_bytes())
+        .collect();
+    let mut problems = 0;
+    for g in fill.chunks(10_000) {
+        let v = raw(&mut con, redis::cmd("BF.MADD").arg("x2").arg(g));
+        problems += format!("{v:?}")
+            .matches("problem inserting into filter")
+            .count();
+    }
+    assert!(problems > 0, "the second layer (125 KB) passes the limit");
+    assert_eq!(info_num(&mut con, "x2", "FILTERS"), 1);
+    let mut chain = Chain::new(200_000, 0.01, 2, false, u64::MAX).unwrap();
+    chain.add(b"x", u64::MAX).unwrap();
+    let e = raw(
+        &mut con,
+        redis::cmd("BF.LOADCHUNK")
+            .arg("x3")
+            .arg(1)
+            .arg(encode_header(&chain)),
+    );
+    assert_eq!(
+        err_of(&e).as_deref(),
+        Some(BAD_DATA),
+        "header over the limit"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("bf.max-filter-bytes")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    println!(
+        "bf.max-filter-bytes 100000: 138 KB filter → {NO_MEMORY:?}, growth → {PROBLEM:?} ({problems} \
+         items), 276 KB LOADCHUNK header → {BAD_DATA:?}"
+    );
+    assert_alive(&mut s, &mut con, "at the end");
+    assert_no_panic(&s);
+    println!("absurd sizes: {:?}", t0.elapsed());
+}
+
+// ------------------------------------------------------------------------------------------
+
+/// jemalloc's size class for a small allocation (what `sdsZmallocSize` reports).
+fn size_class(n: u64) -> u64 {
+    match n {
+        0..=8 => 8,
+        9..=128 => n.div_ceil(16) * 16,
+        129..=256 => n.div_ceil(32) * 32,
+        257..=512 => n.div_ceil(64) * 64,
+        _ => n.div_ceil(128) * 128,
+    }
+}
+
+/// MEMORY USAGE = BF.INFO Size + the key's sds allocation (sds header — 1 byte for names
+/// shorter than 32 bytes, 3 below 256 — + name + NUL, rounded to jemalloc's size class) + the
+/// dict entry (24); Size = 32 + Σ (64 + layer bytes) from BF.DEBUG.
+fn check_memory_formula(con: &mut Connection, key: &[u8]) -> (i64, i64) {
+    let size = {
+        let v: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(key)
+            .arg("SIZE")
+            .query(con)
+            .unwrap();
+        v[0]
+    };
+    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg(key).query(con).unwrap();
+    let layer_bytes: i64 = debug[1..]
+        .iter()
+        .map(|l| {
+            l.split(' ')
+                .find_map(|f| f.strip_prefix("bytes:"))
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .map(|b| 64 + b)
+        .sum();
+    assert_eq!(
+        size,
+        32 + layer_bytes,
+        "BF.INFO Size = 32 + Σ(64 + bytes) for {key:?}"
+    );
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .query(con)
+        .unwrap();
+    let sds_header = match key.len() {
+        0..=31 => 1,
+        32..=255 => 3,
+        _ => 5,
+    };
+    let overhead = size_class(sds_header + key.len() as u64 + 1) as i64 + 24;
+    assert_eq!(
+        usage,
+        size + overhead,
+        "MEMORY USAGE of {:?}",
+        String::from_utf8_lossy(key)
+    );
+    (size, usage)
+}
+
+#[test]
+fn no_leak_after_10000_filters() {
+    const FILTERS: usize = 10_000;
+    const BATCH: usize = 250;
+    let t0 = Instant::now();
+    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let mut s = Server::start();
+    let mut meter = s.conn();
+    let mut con = s.conn();
+    // A template for LOADCHUNK and RESTORE copies.
+    assert!(cmd_text(&mut con, "BF.RESERVE tpl 0.001 5000 EXPANSION 3").is_ok());
+    let tpl_items: Vec<String> = (0..12_000).map(|i| format!("t{i}")).collect();
+    let _ = raw(&mut con, redis::cmd("BF.MADD").arg("tpl").arg(&tpl_items));
+    let tpl_walk = scandump(&mut con, b"tpl");
+    let tpl_dump: Vec<u8> = redis::cmd("DUMP").arg("tpl").query(&mut con).unwrap();
+    let round = |con: &mut Connection,
+                 rng: &mut Rng,
+                 first: usize,
+                 n: usize,
+                 sampled: &mut Vec<(i64, i64)>| {
+        let mut p = redis::pipe();
+        let mut count = 0;
+        let keys: Vec<String> = (first..first + n).map(|i| format!("leak:{i}")).collect();
+        for (j, k) in keys.iter().enumerate() {
+            let digits = 1 + rng.below(5) as u32;
+            let cap = 1 + rng.below(10u64.pow(digits));
+            let err = [0.1, 0.01, 0.001, 1e-4, 1e-6][rng.below(5) as usize];
+            let items: Vec<String> = (0..rng.below(3 * cap.min(2000) + 1))
+                .map(|i| format!("{k}:{i}"))
+                .collect();
+            match j % 6 {
+                0 => {
+                    p.cmd("BF.RESERVE").arg(k).arg(err).arg(cap);
+                    count += 1;
+                    if !items.is_empty() {
+                        p.cmd("BF.MADD").arg(k).arg(&items);
+                        count += 1;
+                    }
+                }
+                1 => {
+                    p.cmd("BF.ADD").arg(k).arg("first");
+                    p.cmd("BF.MADD").arg(k).arg(&items).arg("x");
+                    count += 2;
+                }
+                2 => {
+                    p.cmd("BF.INSERT")
+                        .arg(k)
+                        .arg("CAPACITY")
+                        .arg(cap)
+                        .arg("ERROR")
+                        .arg(err);
+                    if rng.chance(30) {
+                        p.arg("NONSCALING");
+                    }
+                    p.arg("ITEMS").arg(&items).arg("x");
+                    count += 1;
+                }
+                3 => {
+                    for (it, d) in &tpl_walk {
+                        p.cmd("BF.LOADCHUNK").arg(k).arg(*it).arg(d.as_slice());
+                        count += 1;
+                    }
+                }
+                4 => {
+                    p.cmd("RESTORE").arg(k).arg(0).arg(tpl_dump.as_slice());
+                    count += 1;
+                }
+                _ => {
+                    p.cmd("COPY").arg("tpl").arg(k);
+                    count += 1;
+                }
+            }
+        }
+        let r = raw_pipe(con, &p, count);
+        for v in &r {
+            let replies = match v {
+                Value::Array(a) => a.clone(),
+                v => vec![v.clone()],
+            };
+            for x in replies {
+                let e = err_of(&x);
+                assert!(
+                    e.is_none() || e.as_deref() == Some(FULL),
+                    "unexpected reply {x:?}"
+                );
+            }
+        }
+        for k in keys.iter().step_by(97) {
+            sampled.push(check_memory_formula(con, k.as_bytes()));
+        }
+        let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
+        assert_eq!(dbsize as usize, n + 1, "every filter created");
+        let deleted: i64 = redis::cmd("DEL").arg(&keys).query(con).unwrap();
+        assert_eq!(deleted as usize, n);
+    };
+    let mut sampled = Vec::new();
+    // Warm-up round, then the baseline.
+    round(&mut con, &mut rng, 0, BATCH, &mut sampled);
+    // Measured with only the idle meter connected, at the start as at the end (a connection
+    // that sent big pipelines holds buffers of its own).
+    drop(con);
+    let start = used_memory(&mut meter);
+    let mut con = s.conn();
+    let bf_start = info_u64(&mut meter, "bf", "bf_bytes");
+    let mut peak = 0;
+    let mut created = 0;
+    while created < FILTERS {
+        round(&mut con, &mut rng, BATCH + created, BATCH, &mut sampled);
+        created += BATCH;
+        peak = peak.max(info_u64(&mut meter, "memory", "used_memory_peak"));
+    }
+    drop(con);
+    let end = used_memory(&mut meter);
+    let bf_end = info_u64(&mut meter, "bf", "bf_bytes");
+    assert_eq!(
+        info_u64(&mut meter, "bf", "bf_filters"),
+        1,
+        "only the template is left"
+    );
+    assert_eq!(bf_end, bf_start, "INFO bf bytes back to its start");
+    println!(
+        "{created} filters created and deleted (RESERVE/ADD/INSERT/LOADCHUNK/RESTORE/COPY, sizes up \
+         to ~{} KB); peak used_memory {peak}",
+        100_000 * 29 / 8 / 1024
+    );
+    let (sizes, usages): (Vec<i64>, Vec<i64>) = sampled.iter().copied().unzip();
+    println!(
+        "MEMORY USAGE = BF.INFO Size + key overhead and Size = 32 + Σ(64 + bytes) on {} sampled \
+         filters (Size {}..{} bytes, MEMORY USAGE {}..{})",
+        sampled.len(),
+        sizes.iter().min().unwrap(),
+        sizes.iter().max().unwrap(),
+        usages.iter().min().unwrap(),
+        usages.iter().max().unwrap()
+    );
+    println!(
+        "used_memory grew by {:.1} bytes per filter created and deleted",
+        (end as f64 - start as f64) / created as f64
+    );
+    assert_near(start, end, 0, "create/delete 10 000 filters");
+    assert_alive(&mut s, &mut meter, "at the end");
+    assert_no_panic(&s);
+    println!("leak check: {:?}", t0.elapsed());
+}
+
+// ------------------------------------------------------------------------------------------
+
+mod random_commands {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use std::cell::RefCell;
+
+    const COMMANDS: [&str; 11] = [
+        "BF.RESERVE",
+        "BF.ADD",
+        "BF.MADD",
+        "BF.INSERT",
+        "BF.EXISTS",
+        "BF.MEXISTS",
+        "BF.INFO",
+        "BF.CARD",
+        "BF.DEBUG",
+        "BF.SCANDUMP",
+        "BF.LOADCHUNK",
+    ];
+
+    fn token(header: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+        let words: Vec<&'static str> = vec![
+            "CAPACITY",
+            "ERROR",
+            "EXPANSION",
+            "NOCREATE",
+            "NONSCALING",
+            "ITEMS",
+            "SIZE",
+            "FILTERS",
+            "capacity",
+            "items",
+            "nonscaling",
+            "expansion",
+            "e",
+            "i",
+            "n",
+            "c",
+            "Expansion",
+            "0",
+            "1",
+            "2",
+            "3",
+            "-1",
+            "100",
+            "1000",
+            "01",
+            "+1",
+            "1.5",
+            "1e3",
+            "0.5",
+            "0.01",
+            "1e-300",
+            "5e-324",
+            "1e308",
+            "1e999",
+            "inf",
+            "-inf",
+            "nan",
+            "0x1p-3",
+            ".5",
+            "",
+            " 1",
+            "1 ",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "4294967295",
+            "4294967296",
+            "18446744073709551615",
+            "1000000000000000000",
+        ];
+        let keys = vec!["pk0", "pk1", "pk2", "pk3", "str"];
+        prop_oneof![
+            4 => proptest::sample::select(words).prop_map(|w| w.as_bytes().to_vec()),
+            3 => proptest::sample::select(keys).prop_map(|w| w.as_bytes().to_vec()),
+            2 => proptest::collection::vec(any::<u8>(), 0..24),
+            1 => Just(header),
+            1 => any::<i64>().prop_map(|i| i.to_string().into_bytes()),
+        ]
+    }
+
+    /// Arguments after the key that each command takes (lowest, highest), so most cases get
+    /// past the arity check and reach the parsers and the data paths.
+    const ARITY: [(usize, usize); 11] = [
+        (2, 5),
+        (1, 1),
+        (1, 6),
+        (1, 10),
+        (1, 1),
+        (1, 6),
+        (0, 1),
+        (0, 0),
+        (0, 0),
+        (1, 1),
+        (2, 2),
+    ];
+
+    /// (command index, lower-case name, arguments): 85% with the command's arity and a key from
+    /// a small pool, the rest fully random.
+    fn command(header: Vec<u8>) -> impl Strategy<Value = (usize, bool, Vec<Vec<u8>>)> {
+        let keys = vec!["pk0", "pk1", "pk2", "pk3", "str"];
+        (
+            0..COMMANDS.len(),
+            any::<bool>(),
+            0..100u8,
+            proptest::sample::select(keys),
+            proptest::collection::vec(token(header), 0..11),
+            any::<u16>(),
+        )
+            .prop_map(|(ci, lower, mode, key, mut rest, pick)| {
+                if mode < 85 {
+                    let (lo, hi) = ARITY[ci];
+                    let n = lo + usize::from(pick) % (hi - lo + 1);
+                    rest.resize(n, b"x".to_vec());
+                    rest.insert(0, key.as_bytes().to_vec());
+                }
+                (ci, lower, rest)
+            })
+    }
+
+    #[test]
+    fn random_commands_never_panic() {
+        let cases = if std::env::var_os("BF_SOAK").is_some() {
+            20_000
+        } else {
+            1000
+        };
+        let t0 = Instant::now();
+        // Bounded so random capacities cannot make the server allocate gigabytes.
+        let mut s = Server::start_with(&["max-filter-bytes", "67108864"], &[]);
+        let mut con2 = s.conn();
+        let con3 = s.conn3();
+        let _: () = redis::cmd("SET")
+            .arg("str")
+            .arg("a string")
+            .query(&mut con2)
+            .unwrap();
+        let _: () = redis::cmd("BF.RESERVE")
+            .arg("tplh")
+            .arg(0.01)
+            .arg(50)
+            .query(&mut con2)
+            .unwrap();
+        let header = scandump(&mut con2, b"tplh")[0].1.clone();
+        let mut runner = TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let strategy = proptest::collection::vec(command(header), 1..16);
+        // (RESP2 connection, RESP3 connection, cases, commands, error texts seen)
+        let state = RefCell::new((con2, con3, 0usize, 0usize, BTreeMap::<String, usize>::new()));
+        let result = runner.run(&strategy, |case| {
+            let mut st = state.borrow_mut();
+            let st = &mut *st;
+            st.2 += 1;
+            let n = st.2;
+            for (ci, lower, args) in &case {
+                let name = if *lower {
+                    COMMANDS[*ci].to_ascii_lowercase()
+                } else {
+                    COMMANDS[*ci].to_string()
+                };
+                let mut c = redis::cmd(&name);
+                for a in args {
+                    c.arg(a.as_slice());
+                }
+                let con: &mut Connection = if n % 2 == 0 { &mut st.0 } else { &mut st.1 };
+                let v = match con.req_command(&c) {
+                    Ok(v) => v,
+                    Err(e) if e.code().is_some() => {
+                        Value::ServerError(redis::ServerError::try_from(e).unwrap())
+                    }
+                    Err(e) => {
+                        return Err(TestCaseError::fail(format!(
+                            "I/O error on {name} {args:?}: {e}"
+                        )))
+                    }
+                };
+                st.3 += 1;
+                if format!("{v:?}").contains(&CAUGHT_PANIC[4..]) {
+                    return Err(TestCaseError::fail(format!(
+                        "caught panic: {name} {args:?}"
+                    )));
+                }
+                if let Some(e) = err_of(&v) {
+                    let first: String = e.chars().take(48).collect();
+                    *st.4.entry(first).or_default() += 1;
+                }
+            }
+            let pong: String = redis::cmd("PING")
+                .query(&mut st.0)
+                .map_err(|e| TestCaseError::fail(format!("no PONG: {e}")))?;
+            prop_assert_eq!(pong, "PONG");
+            if n % 50 == 0 {
+                let _: () = redis::cmd("FLUSHALL").query(&mut st.0).unwrap();
+                let _: () = redis::cmd("SET")
+                    .arg("str")
+                    .arg("a string")
+                    .query(&mut st.0)
+                    .unwrap();
+            }
+            Ok(())
+        });
+        let (mut con2, _, n, commands, errors) = state.into_inner();
+        let alive = s.is_alive();
+        println!(
+            "{n} random cases, {commands} BF commands (RESP2 and RESP3), {} answered without an \
+             error, server alive: {alive}, {:?}; error replies seen:",
+            commands - errors.values().sum::<usize>(),
+            t0.elapsed()
+        );
+        for (e, c) in &errors {
+            println!("  {c:6}  {e}");
+        }
+        if let Err(e) = result {
+            panic!("{e}; log:\n{}", tail(&s.log()));
+        }
+        assert!(alive);
+        assert_alive(&mut s, &mut con2, "after the random commands");
+        assert_no_panic(&s);
+    }
+}

@@ -1,0 +1,226 @@
+//! Helpers shared by the robustness suites (`replication.rs`, `cluster.rs`, `crash.rs`,
+//! `hostile.rs`): deterministic randomness, INFO fields, waiting, SCANDUMP walks, batched
+//! membership checks and exact error texts.
+#![allow(dead_code)]
+
+use redis::{ConnectionLike, Value};
+use std::time::{Duration, Instant};
+
+/// xorshift64* — deterministic test data.
+#[derive(Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// A seed from the environment variable `name` (decimal), or from the clock; printed so a run
+/// can be repeated.
+pub fn seed_from_env(name: &str) -> u64 {
+    let seed = std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!("{name}={seed}");
+    seed
+}
+
+/// One field of `INFO <section>` (empty when absent).
+pub fn info_field(con: &mut impl ConnectionLike, section: &str, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// `info_field` parsed as an integer (0 when absent).
+pub fn info_u64(con: &mut impl ConnectionLike, section: &str, field: &str) -> u64 {
+    info_field(con, section, field).parse().unwrap_or(0)
+}
+
+/// Polls `f` until it is true; panics with `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The whole SCANDUMP walk of a key: `(iterator, bytes)` pairs from iterator 0 to the end.
+pub fn scandump(con: &mut impl ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut iter = 0i64;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iter)
+            .query(con)
+            .expect("BF.SCANDUMP");
+        if next == 0 {
+            break;
+        }
+        out.push((next, data));
+        iter = next;
+    }
+    out
+}
+
+/// Replays a SCANDUMP walk with BF.LOADCHUNK into `key`.
+pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u8>)]) {
+    for (iter, data) in dump {
+        let _: () = redis::cmd("BF.LOADCHUNK")
+            .arg(key)
+            .arg(*iter)
+            .arg(data.as_slice())
+            .query(con)
+            .expect("BF.LOADCHUNK");
+    }
+}
+
+/// Asks BF.MEXISTS for `items` in batches of `batch`; returns the items answered 0.
+pub fn missing(
+    con: &mut impl ConnectionLike,
+    key: &[u8],
+    items: &[Vec<u8>],
+    batch: usize,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for group in items.chunks(batch) {
+        let answers: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg(key)
+            .arg(group)
+            .query(con)
+            .expect("BF.MEXISTS");
+        assert_eq!(answers.len(), group.len());
+        out.extend(
+            group
+                .iter()
+                .zip(answers)
+                .filter(|(_, a)| *a != 1)
+                .map(|(i, _)| i.clone()),
+        );
+    }
+    out
+}
+
+/// The exact wire text of a server error (what follows the `-`).
+pub fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// The exact wire text of an error reply inside a pipeline or array result, if it is one.
+pub fn value_error(v: &Value) -> Option<String> {
+    match v {
+        Value::ServerError(e) => Some(match e.details() {
+            Some(d) => format!("{} {d}", e.code()),
+            None => e.code().to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// Sends one command and returns its reply with error replies kept as `Value::ServerError`,
+/// also inside arrays (`Cmd::query` turns any nested error into an `Err`). Panics on I/O errors.
+pub fn raw(con: &mut impl ConnectionLike, cmd: &redis::Cmd) -> Value {
+    match con.req_command(cmd) {
+        Ok(v) => v,
+        Err(e) if e.code().is_some() => {
+            Value::ServerError(redis::ServerError::try_from(e).expect("server error"))
+        }
+        Err(e) => panic!("I/O error: {e}"),
+    }
+}
+
+/// Sends a pipeline and returns every reply as `raw` would.
+pub fn raw_pipe(con: &mut impl ConnectionLike, pipe: &redis::Pipeline, n: usize) -> Vec<Value> {
+    con.req_packed_commands(&pipe.get_packed_pipeline(), 0, n)
+        .expect("pipeline I/O")
+}
+
+/// Runs one command and returns its reply or its exact error text.
+pub fn try_cmd(con: &mut impl ConnectionLike, args: &[&[u8]]) -> Result<Value, String> {
+    let mut c = redis::cmd(std::str::from_utf8(args[0]).unwrap_or("BF.ADD"));
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query::<Value>(con).map_err(|e| error_text(&e))
+}
+
+/// Pids of the live processes whose parent is `ppid` (from /proc).
+pub fn children_of(ppid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ..." — comm may contain spaces; split after the last ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(ppid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Sends SIGKILL to one process we started (by its id) and waits until it is gone.
+pub fn kill_pid(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .arg("-9")
+        .arg(pid.to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        // A zombie reparented to init disappears once reaped; a stat of "Z" is as good as gone.
+        if std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .ok()
+            .flatten()
+            .unwrap_or(true)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
