@@ -598,7 +598,7 @@ fn used_memory(meter: &mut Connection) -> u64 {
     info_u64(meter, "memory", "used_memory")
 }
 
-/// Asserts `after` is within 1% of `before` or within `slack` bytes.
+/// Asserts `after` is at most 1% or `slack` bytes above `before`.
 fn assert_near(before: u64, after: u64, slack: u64, what: &str) {
     let diff = after.abs_diff(before);
     println!(
@@ -606,8 +606,10 @@ fn assert_near(before: u64, after: u64, slack: u64, what: &str) {
         after as i64 - before as i64,
         diff as f64 * 100.0 / before as f64
     );
+    // A leak makes memory grow; ending below the baseline means the baseline still held
+    // something transient (client buffers of the connections that sent big pipelines).
     assert!(
-        diff * 100 <= before || diff <= slack,
+        after <= before || diff * 100 <= before || diff <= slack,
         "{what}: used_memory {before} → {after}"
     );
 }
