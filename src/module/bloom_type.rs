@@ -5,6 +5,7 @@
 use crate::bloom::dump::{chunk_at, encode_header};
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
+use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
@@ -57,6 +58,25 @@ pub fn lookup(key: &RedisKey) -> Lookup<&Chain> {
         Ok(None) => Lookup::Missing,
         Err(_) => Lookup::WrongType,
     }
+}
+
+/// Reads the filter of a key opened read-only that must exist.
+///
+/// Errors: `ERR not found` for a missing key, WRONGTYPE for another type.
+pub fn existing(key: &RedisKey) -> Result<&Chain, Reply> {
+    match lookup(key) {
+        Lookup::Found(c) => Ok(c),
+        Lookup::Missing => Err(Reply::Error(NOT_FOUND)),
+        Lookup::WrongType => Err(Reply::Error(WRONGTYPE)),
+    }
+}
+
+/// Stores a newly created filter in an empty key opened for writing, and counts it in
+/// `INFO bf`. Errors: `failure` when the key cannot take it.
+pub fn store_new(key: &RedisKeyWritable, chain: Chain, failure: &'static str) -> Result<(), Reply> {
+    stats::filter_created(&chain);
+    key.set_value(&BLOOM_TYPE, chain)
+        .map_err(|_| Reply::Error(failure))
 }
 
 /// Borrows the filter of a key opened for writing. The borrow must not outlive `key`.

@@ -5,7 +5,7 @@
 use super::create_error;
 use crate::bloom::{AddError, AddOutcome, Chain};
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, Lookup, BLOOM_TYPE};
+use crate::module::bloom_type::{lookup_mut, store_new, Lookup};
 use crate::module::config;
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
@@ -162,9 +162,8 @@ fn add_items(
                 Ok(c) => c,
                 Err(e) => return create_error(e),
             };
-            stats::filter_created(&chain);
-            if key.set_value(&BLOOM_TYPE, chain).is_err() {
-                return Reply::Error("ERR could not create filter");
+            if let Err(e) = store_new(&key, chain, "ERR could not create filter") {
+                return e;
             }
             true
         }

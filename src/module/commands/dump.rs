@@ -2,10 +2,9 @@
 
 use crate::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header, ChunkError};
 use crate::module::args::parse_i64;
-use crate::module::bloom_type::{lookup, lookup_mut, Lookup, BLOOM_TYPE};
+use crate::module::bloom_type::{existing, lookup_mut, store_new, Lookup};
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
-use crate::module::stats;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 /// BF.SCANDUMP: `[next_iter, data]`: iterator 0 gives `[1, header]`, then chunks of at most
@@ -15,10 +14,9 @@ pub fn bf_scandump(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
-    let chain = match lookup(&key) {
-        Lookup::Found(c) => c,
-        Lookup::Missing => return Reply::Error(NOT_FOUND),
-        Lookup::WrongType => return Reply::Error(WRONGTYPE),
+    let chain = match existing(&key) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let Some(iter) = parse_i64(args[2].as_slice()) else {
         return Reply::Error("Second argument must be numeric");
@@ -57,9 +55,8 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
                 Ok(c) => c,
                 Err(e) => return chunk_error(e),
             };
-            stats::filter_created(&chain);
-            if key.set_value(&BLOOM_TYPE, chain).is_err() {
-                return Reply::Error("ERR received bad data");
+            if let Err(e) = store_new(&key, chain, "ERR received bad data") {
+                return e;
             }
         }
         Lookup::Found(chain) => {

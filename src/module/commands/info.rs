@@ -4,8 +4,8 @@
 use crate::bloom::layer::OPT_FORCE64;
 use crate::bloom::Chain;
 use crate::module::args::is_keyword;
-use crate::module::bloom_type::{lookup, Lookup};
-use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::bloom_type::{existing, lookup, Lookup};
+use crate::module::reply::{Reply, WRONGTYPE};
 use redis_module::{Context, ContextFlags, RedisString};
 
 /// The five BF.INFO fields: (token, reply key, value).
@@ -36,10 +36,9 @@ pub fn bf_info(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
-    let chain = match lookup(&key) {
-        Lookup::Found(c) => c,
-        Lookup::Missing => return Reply::Error(NOT_FOUND),
-        Lookup::WrongType => return Reply::Error(WRONGTYPE),
+    let chain = match existing(&key) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let all = fields(chain);
     let Some(wanted) = args.get(2) else {
@@ -78,10 +77,9 @@ pub fn bf_debug(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
-    let chain = match lookup(&key) {
-        Lookup::Found(c) => c,
-        Lookup::Missing => return Reply::Error(NOT_FOUND),
-        Lookup::WrongType => return Reply::Error(WRONGTYPE),
+    let chain = match existing(&key) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     Reply::Array(
         debug_lines(chain)

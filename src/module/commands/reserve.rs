@@ -5,10 +5,9 @@
 use super::create_error;
 use crate::bloom::Chain;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, Lookup, BLOOM_TYPE};
+use crate::module::bloom_type::{lookup_mut, store_new, Lookup};
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, WRONGTYPE};
-use crate::module::stats;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 /// Validated BF.RESERVE arguments.
@@ -89,9 +88,8 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         Ok(c) => c,
         Err(e) => return create_error(e),
     };
-    stats::filter_created(&chain);
-    if key.set_value(&BLOOM_TYPE, chain).is_err() {
-        return Reply::Error("ERR could not create filter");
+    if let Err(e) = store_new(&key, chain, "ERR could not create filter") {
+        return e;
     }
     ctx.replicate_verbatim();
     ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1]);
