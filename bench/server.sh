@@ -127,6 +127,7 @@ echo "BGREWRITEAOF: $(elapsed "$t0") s"
 cli CONFIG SET appendonly no >/dev/null
 cli DEL big >/dev/null
 cli CONFIG SET proto-max-bulk-len 4gb >/dev/null
+cli CONFIG SET client-query-buffer-limit 4gb >/dev/null
 python3 - "$PORT" "$PERSIST_BYTES" <<'PY'
 import socket, sys
 port, n = int(sys.argv[1]), int(sys.argv[2])
