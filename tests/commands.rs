@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{raw_command, Server};
+use common::{complete_len, raw_command, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -282,41 +282,6 @@ impl RawConn {
     fn sends(&mut self, args: &[&str]) -> Vec<u8> {
         let v: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         self.send(&v)
-    }
-}
-
-/// Length of the complete RESP value starting at `pos`, if all of it is in `buf`.
-fn complete_len(buf: &[u8], pos: usize) -> Option<usize> {
-    let line_end = pos + buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
-    let head = *buf.get(pos)?;
-    let body = std::str::from_utf8(&buf[pos + 1..line_end]).ok()?;
-    let after = line_end + 2;
-    match head {
-        b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Some(after),
-        b'$' | b'=' | b'!' => {
-            let n: i64 = body.parse().ok()?;
-            if n < 0 {
-                Some(after)
-            } else {
-                let end = after + n as usize + 2;
-                (buf.len() >= end).then_some(end)
-            }
-        }
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let mut n: i64 = body.parse().ok()?;
-            if n < 0 {
-                return Some(after);
-            }
-            if head == b'%' || head == b'|' {
-                n *= 2;
-            }
-            let mut p = after;
-            for _ in 0..n {
-                p = complete_len(buf, p)?;
-            }
-            Some(p)
-        }
-        _ => None,
     }
 }
 

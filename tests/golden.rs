@@ -7,6 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use common::{crc64, fmt_g};
 use redis_bf::bloom::chain::{AddOutcome, Chain};
 use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
 use redis_bf::bloom::hash::HashPair;
@@ -132,30 +133,6 @@ fn replay(commands: &[String]) -> (Chain, Vec<String>) {
     (chain.expect("a filter was created"), replies)
 }
 
-/// C's `printf("%g", x)` for the positive values BF.DEBUG prints.
-fn fmt_g(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    const P: i32 = 6;
-    let sci = format!("{:.*e}", (P - 1) as usize, x);
-    let (mantissa, exp) = sci.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
-    let strip = |t: &str| -> String {
-        if t.contains('.') {
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            t.to_string()
-        }
-    };
-    if !(-4..P).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
-    } else {
-        strip(&format!("{:.*}", (P - 1 - exp) as usize, x))
-    }
-}
-
 /// The BF.DEBUG reply lines for `chain` (§5.8).
 fn debug_lines(chain: &Chain) -> Vec<String> {
     let mut out = vec![format!("size:{}", chain.size)];
@@ -240,22 +217,6 @@ fn recorded_chunk(entry: &Json) -> Vec<u8> {
 
 // ------------------------------------------------------------------------------------------
 // DUMP payload decoding (RDB_TYPE_MODULE_2 value + footer), CRC64 (Jones, as Redis).
-
-fn crc64(data: &[u8]) -> u64 {
-    const POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5;
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ POLY_REFLECTED
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
 
 fn lzf_decompress(input: &[u8], out_len: usize) -> Vec<u8> {
     let mut out: Vec<u8> = Vec::with_capacity(out_len);

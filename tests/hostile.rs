@@ -26,7 +26,7 @@
 mod common;
 mod robust;
 
-use common::Server;
+use common::{crc64, Server};
 use redis::{Connection, ConnectionLike, Value};
 use redis_bf::bloom::dump::encode_header;
 use redis_bf::bloom::layer::{Layer, LayerParams};
@@ -48,22 +48,6 @@ const FUZZ_FILTER_LIMIT: &str = "4194304";
 
 // ------------------------------------------------------------------------------------------
 // CRC64 (Redis' crc64.c: Jones polynomial, reflected, init 0, no final xor).
-
-fn crc64(data: &[u8]) -> u64 {
-    const POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5; // bit-reverse of 0xad93d23594c935a9
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ POLY_REFLECTED
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
 
 /// A DUMP payload from a body (type byte + value) and the 2-byte RDB version: appends the
 /// version and the CRC64 of everything before it, little-endian.

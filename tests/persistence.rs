@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{crc64, fmt_g, Server};
 use redis::Value;
 use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
@@ -72,30 +72,6 @@ fn renamed(prefix: &str, key: &[u8]) -> Bytes {
     let mut k = prefix.as_bytes().to_vec();
     k.extend_from_slice(key);
     k
-}
-
-/// C's `printf("%g", x)`.
-fn fmt_g(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    const P: i32 = 6;
-    let sci = format!("{:.*e}", (P - 1) as usize, x);
-    let (mantissa, exp) = sci.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
-    let strip = |t: &str| -> String {
-        if t.contains('.') {
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            t.to_string()
-        }
-    };
-    if !(-4..P).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
-    } else {
-        strip(&format!("{:.*}", (P - 1 - exp) as usize, x))
-    }
 }
 
 fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
@@ -1334,22 +1310,6 @@ fn dump_restore_into_new_names() {
     assert_eq!(dbsize(&mut con), 2 * f.state.len());
     f.verify(&mut con, "restored copy", "restored:");
     f.verify(&mut con, "original after DUMP", "");
-}
-
-fn crc64(data: &[u8]) -> u64 {
-    const POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5;
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ POLY_REFLECTED
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
 }
 
 fn rdb_len(out: &mut Bytes, n: u64) {

@@ -245,7 +245,7 @@ fn read_reply(s: &mut std::net::TcpStream) -> Vec<u8> {
 }
 
 /// Length of the complete RESP value starting at `pos`, if all of it is in `buf`.
-fn complete_len(buf: &[u8], pos: usize) -> Option<usize> {
+pub fn complete_len(buf: &[u8], pos: usize) -> Option<usize> {
     let line_end = pos + buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
     let head = *buf.get(pos)?;
     let body = std::str::from_utf8(&buf[pos + 1..line_end]).ok()?;
@@ -276,5 +276,48 @@ fn complete_len(buf: &[u8], pos: usize) -> Option<usize> {
             Some(p)
         }
         _ => None,
+    }
+}
+
+/// Redis' CRC64 (Jones polynomial 0xad93d23594c935a9, reflected in and out, init 0, no final
+/// xor), bit by bit from the polynomial's definition: the checksum that ends a DUMP payload.
+pub fn crc64(data: &[u8]) -> u64 {
+    const POLY_REFLECTED: u64 = 0xad93_d235_94c9_35a9u64.reverse_bits();
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= u64::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY_REFLECTED
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// C's `printf("%g", x)` (precision 6), as BF.DEBUG prints `ratio`, written independently of
+/// the module's own formatter.
+pub fn fmt_g(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let sci = format!("{x:.5e}"); // d.ddddde±X, correctly rounded to 6 significant digits
+    let (mant, exp) = sci.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    let strip = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", strip(mant), sign, exp.abs())
+    } else {
+        let decimals = (5 - exp) as usize;
+        strip(&format!("{x:.decimals$}"))
     }
 }

@@ -7,6 +7,7 @@
 //! spec's check values by [`check_hash_functions`].
 #![allow(dead_code)]
 
+pub use super::common::{crc64, fmt_g};
 use crate::common;
 use redis_bf::bloom::hash::{murmur2_32, murmur64a};
 use sha2::{Digest, Sha256};
@@ -477,24 +478,6 @@ pub fn parse_aof(data: &[u8]) -> Vec<Vec<Vec<u8>>> {
 
 // ------------------------------------------------------------------------------ CRC64
 
-/// Redis' CRC64 (Jones polynomial 0xad93d23594c935a9, reflected in and out, init 0, no final
-/// xor), bit by bit from the polynomial's definition.
-pub fn crc64(data: &[u8]) -> u64 {
-    const POLY_REFLECTED: u64 = 0xad93_d235_94c9_35a9u64.reverse_bits();
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ POLY_REFLECTED
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
-
 /// Appends Redis' DUMP footer to an RDB object: 2-byte RDB version then CRC64 (little-endian)
 /// of everything before the CRC.
 pub fn dump_payload(object: &[u8], rdb_version: [u8; 2]) -> Vec<u8> {
@@ -607,30 +590,6 @@ impl ModuleValue {
 }
 
 // ------------------------------------------------------------------------------ %g
-
-/// C's `printf("%g", x)` (precision 6), as BF.DEBUG prints `ratio`.
-pub fn fmt_g(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let sci = format!("{x:.5e}"); // d.ddddde±X, correctly rounded to 6 significant digits
-    let (mant, exp) = sci.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
-    let strip = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mant), sign, exp.abs())
-    } else {
-        let decimals = (5 - exp) as usize;
-        strip(&format!("{x:.decimals$}"))
-    }
-}
 
 // ------------------------------------------------------------------------------ model
 
