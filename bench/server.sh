@@ -7,7 +7,8 @@
 #
 # Usage: bench/server.sh            (defaults: 200 000 requests per run, 1e8-item large filter,
 #                                    1 GiB persistence filter)
-# Env:   REQUESTS=n  LARGE_ITEMS=n  PERSIST_BYTES=n  RUNS=n (repeat each measurement; min/median/max)
+# Env:   REQUESTS=n  LARGE_ITEMS=n  PERSIST_BYTES=n (0 skips the persistence part)
+#        RUNS=n (repeat each measurement; min/median/max)  BF_MODULE=path (another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +41,7 @@ rand_args() { local n=$1 s=""; for _ in $(seq "$n"); do s="$s __rand_int__"; don
 
 report() { # name items_per_call ref_median min median max
   awk -v n="$1" -v k="$2" -v ref="$3" -v lo="$4" -v med="$5" -v hi="$6" 'BEGIN {
-    printf "%-44s %10.0f %10.0f %10.0f ops/s  %12.0f items/s", n, lo, med, hi, med*k
+    printf "%-50s %10.0f %10.0f %10.0f ops/s  %12.0f items/s", n, lo, med, hi, med*k
     if (ref > 0) printf "  %5.1f%% of ref", 100*med/ref
     printf "\n" }'
 }
@@ -94,18 +95,26 @@ echo "large filter: $(cli BF.DEBUG large | tail -1)"
 for K in 100 1000; do
   ARGS=$(rand_args "$K")
   N=$((REQUESTS / K * 10)); [ "$N" -ge 200 ] || N=200
+  # The same items one command each, K commands per round trip: the item-by-item reference.
+  read -r lo med hi < <(rps -n $((N * K)) -P "$K" -r 1000000000 BF.EXISTS large __rand_int__)
+  report "BF.EXISTS large P=$K (item by item)" 1 0 "$lo" "$med" "$hi"
+  exists_med=$med
+  read -r lo med hi < <(rps -n $((N * K)) -P "$K" -r 1000000000 BF.ADD large __rand_int__)
+  report "BF.ADD large P=$K (item by item)" 1 0 "$lo" "$med" "$hi"
+  add_med=$med
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MEXISTS large $ARGS)
-  report "BF.MEXISTS large x$K P=1" "$K" 0 "$lo" "$med" "$hi"
+  report "BF.MEXISTS large x$K P=1 (vs BF.EXISTS P=$K)" "$K" "$(( exists_med / K ))" "$lo" "$med" "$hi"
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MADD large $ARGS)
-  report "BF.MADD large x$K P=1" "$K" 0 "$lo" "$med" "$hi"
+  report "BF.MADD large x$K P=1 (vs BF.ADD P=$K)" "$K" "$(( add_med / K ))" "$lo" "$med" "$hi"
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MEXISTS small $ARGS)
   report "BF.MEXISTS small x$K P=1" "$K" 0 "$lo" "$med" "$hi"
 done
 cli DEL large small >/dev/null
 echo
+[ "$PERSIST_BYTES" -gt 0 ] || exit 0
 
 # Persistence of one filter of about PERSIST_BYTES bytes of bits, against a string of the same
 # size (the reference: what Redis needs to save and load that many bytes).

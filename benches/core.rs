@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the pure core (issue 5). Run: `cargo bench --bench core`.
 //! Large cases (1e8-item layer, 100 MiB encodings) allocate about 120 MiB each.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use redis_bf::bloom::chain::AddOutcome;
 use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
 use redis_bf::bloom::hash::HashPair;
 use redis_bf::bloom::rdb::{load, save, Values};
@@ -50,36 +51,102 @@ fn hashing(c: &mut Criterion) {
     g.finish();
 }
 
+/// Check and set per item on one layer in cache (1e4 items) and far beyond it (1e8 items,
+/// 132 MiB). Every iteration takes 4096 fresh items (hashed outside the timing), so the large
+/// layer's lines are not warm from the previous iteration.
 fn layer_ops(c: &mut Criterion) {
     let mut g = c.benchmark_group("layer");
     for capacity in [10_000u64, 100_000_000] {
         let chain = half_full(capacity);
-        let hs = probes(4096);
-        g.throughput(Throughput::Elements(hs.len() as u64));
-        g.bench_function(BenchmarkId::new("check_item_by_item", capacity), |b| {
-            b.iter(|| hs.iter().filter(|h| chain.contains_hashed(h)).count())
+        let mut layer = chain.layers[0].clone();
+        let mut rng = Rng(capacity);
+        let mut fresh = move || -> Vec<HashPair> {
+            (0..4096)
+                .map(|_| HashPair::hash64(&rng.next().to_le_bytes()))
+                .collect()
+        };
+        g.throughput(Throughput::Elements(4096));
+        g.bench_function(BenchmarkId::new("check_per_item", capacity), |b| {
+            b.iter_batched_ref(
+                &mut fresh,
+                |hs: &mut Vec<HashPair>| hs.iter().filter(|h| layer.contains(h)).count(),
+                BatchSize::SmallInput,
+            )
         });
-        g.bench_function(BenchmarkId::new("check_batched", capacity), |b| {
-            b.iter(|| {
-                let mut n = 0;
-                chain.contains_many(&hs, |_, p| n += usize::from(p));
-                n
-            })
-        });
-        let mut target = chain.clone();
-        target.layers[0].size = 0;
-        target.size = 0;
-        g.bench_function(BenchmarkId::new("set_item_by_item", capacity), |b| {
-            b.iter(|| hs.iter().for_each(|h| target.layers[0].set(h)))
-        });
-        g.bench_function(BenchmarkId::new("add_batched", capacity), |b| {
-            b.iter(|| {
-                let mut n = 0;
-                target.add_many(&hs, |_| u64::MAX, |_, _| n += 1);
-                n
-            })
+        g.bench_function(BenchmarkId::new("set_per_item", capacity), |b| {
+            b.iter_batched_ref(
+                &mut fresh,
+                |hs: &mut Vec<HashPair>| hs.iter().for_each(|h| layer.set(h)),
+                BatchSize::SmallInput,
+            )
         });
     }
+    g.finish();
+}
+
+/// Issue 5's batch target: 1000 items per call on a 1e8-item filter (132 MiB, far beyond the
+/// caches), the batch path (hash the batch, then `contains_many` / `add_many` with prefetching)
+/// against a straightforward loop (`contains` / `add` per item) over the same items.
+fn batch_1000(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batch_1000_items_1e8_filter");
+    g.throughput(Throughput::Elements(1000));
+    let mut chain = half_full(100_000_000);
+    // Room to add: the bits stay half set, the counters say empty.
+    chain.layers[0].size = 0;
+    chain.size = 0;
+    let mut rng = Rng(7);
+    let mut fresh_items = move || -> Vec<Vec<u8>> {
+        (0..1000)
+            .map(|_| format!("user:{:016x}", rng.next()).into_bytes())
+            .collect()
+    };
+    g.bench_function("mexists_item_by_item", |b| {
+        b.iter_batched_ref(
+            &mut fresh_items,
+            |items: &mut Vec<Vec<u8>>| items.iter().filter(|i| chain.contains(i)).count(),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("mexists_batched", |b| {
+        b.iter_batched_ref(
+            &mut fresh_items,
+            |items: &mut Vec<Vec<u8>>| {
+                let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
+                let mut n = 0;
+                chain.contains_many(&hashes, |_, p| n += usize::from(p));
+                n
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("madd_item_by_item", |b| {
+        b.iter_batched_ref(
+            &mut fresh_items,
+            |items: &mut Vec<Vec<u8>>| {
+                items
+                    .iter()
+                    .filter(|i| chain.add(i, u64::MAX) == Ok(AddOutcome::Added))
+                    .count()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("madd_batched", |b| {
+        b.iter_batched_ref(
+            &mut fresh_items,
+            |items: &mut Vec<Vec<u8>>| {
+                let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
+                let mut n = 0;
+                chain.add_many(
+                    &hashes,
+                    |_| u64::MAX,
+                    |_, r| n += usize::from(r == Ok(AddOutcome::Added)),
+                );
+                n
+            },
+            BatchSize::SmallInput,
+        )
+    });
     g.finish();
 }
 
@@ -164,5 +231,12 @@ fn encodings(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, hashing, layer_ops, chain_check, encodings);
+criterion_group!(
+    benches,
+    hashing,
+    layer_ops,
+    batch_1000,
+    chain_check,
+    encodings
+);
 criterion_main!(benches);

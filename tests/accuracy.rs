@@ -324,3 +324,105 @@ fn nonscaling_filter_filled_to_capacity() {
         m.local_rate
     );
 }
+
+/// The batch commands (whose core paths prefetch bit positions of items ahead, on layers of
+/// 1 MiB and more) give exactly the single-item commands' answers and bits, across a layer
+/// growth in the middle of a batch; and no member is ever reported absent.
+#[test]
+fn batch_commands_on_large_layers_match_single_item_commands() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // 300 000 items at 1e-6: a first layer of 1 132 420 bytes (k = 21), so both layers are
+    // above the prefetching threshold.
+    for key in ["by-batch", "by-item"] {
+        let _: () = redis::cmd("BF.RESERVE")
+            .arg(key)
+            .arg(0.000001)
+            .arg(300_000)
+            .query(&mut con)
+            .unwrap();
+    }
+    let first_layer: Vec<u64> = redis::cmd("BF.INFO")
+        .arg("by-batch")
+        .arg("SIZE")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        first_layer[0] > redis_bf::bloom::chain::PREFETCH_MIN_BYTES + 96,
+        "{first_layer:?}"
+    );
+    // 320 000 distinct items, then 20 000 repeats: the first layer fills up inside a batch.
+    let members: Vec<Bytes> = (0..320_000usize)
+        .map(|i| format!("m:{i}").into_bytes())
+        .chain((0..20_000usize).map(|i| format!("m:{}", i * 7).into_bytes()))
+        .collect();
+    let mut batch_replies = Vec::with_capacity(members.len());
+    for group in members.chunks(BATCH * 20) {
+        let mut p = redis::pipe();
+        for batch in group.chunks(BATCH) {
+            p.cmd("BF.MADD").arg("by-batch");
+            for i in batch {
+                p.arg(i.as_slice());
+            }
+        }
+        let r: Vec<Vec<i64>> = p.query(&mut con).unwrap();
+        batch_replies.extend(r.into_iter().flatten());
+    }
+    let mut item_replies: Vec<i64> = Vec::with_capacity(members.len());
+    for group in members.chunks(BATCH * 20) {
+        let mut p = redis::pipe();
+        for i in group {
+            p.cmd("BF.ADD").arg("by-item").arg(i.as_slice());
+        }
+        let r: Vec<i64> = p.query(&mut con).unwrap();
+        item_replies.extend(r);
+    }
+    assert_eq!(batch_replies.len(), members.len());
+    let first_diff = batch_replies
+        .iter()
+        .zip(&item_replies)
+        .position(|(a, b)| a != b);
+    assert_eq!(first_diff, None, "BF.MADD and BF.ADD answered differently");
+    let added = batch_replies.iter().filter(|r| **r == 1).count();
+    assert!(
+        (319_990..=320_000).contains(&added),
+        "{added} of 320 000 distinct items added"
+    );
+    assert_eq!(info(&mut con, "by-batch").1, 2, "the filter grew a layer");
+    let batch_chain = dumped_chain(&mut con, "by-batch");
+    assert_eq!(
+        batch_chain,
+        dumped_chain(&mut con, "by-item"),
+        "the two filters' bits differ"
+    );
+
+    // BF.MEXISTS against BF.EXISTS on members and non-members, and against the core.
+    let mut probes = members[..320_000].to_vec();
+    probes.extend(items("absent:", 0..50_000));
+    let batched = mexists_all(&mut con, "by-batch", &probes);
+    let mut single: Vec<i64> = Vec::with_capacity(probes.len());
+    for group in probes.chunks(BATCH * 20) {
+        let mut p = redis::pipe();
+        for i in group {
+            p.cmd("BF.EXISTS").arg("by-batch").arg(i.as_slice());
+        }
+        let r: Vec<i64> = p.query(&mut con).unwrap();
+        single.extend(r);
+    }
+    assert_eq!(
+        batched.iter().zip(&single).position(|(a, b)| a != b),
+        None,
+        "BF.MEXISTS and BF.EXISTS answered differently"
+    );
+    assert!(
+        batched[..320_000].iter().all(|x| *x == 1),
+        "a false negative"
+    );
+    let local: Vec<i64> = probes
+        .iter()
+        .map(|p| i64::from(batch_chain.contains(p)))
+        .collect();
+    assert_eq!(batched, local, "the server and the core disagree");
+    let fp = batched[320_000..].iter().filter(|x| **x == 1).count();
+    assert!(fp <= 2, "{fp} false positives of 50 000 at 1e-6");
+}

@@ -18,6 +18,15 @@ pub const CHAIN_OVERHEAD: u64 = 32;
 /// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (§8.4).
 pub const LAYER_OVERHEAD: u64 = 64;
 
+/// How many items ahead of the one being tested the batch paths prefetch bit positions.
+pub const PREFETCH_DISTANCE: usize = 8;
+/// How many of an item's bit positions BF.MEXISTS prefetches per layer. An absent item is
+/// usually rejected by its first or second probe (half the bits of a full layer are set), so
+/// prefetching all k would mostly fetch lines that are never read.
+pub const CHECK_PREFETCH_PROBES: u32 = 3;
+/// Layers with fewer bytes than this are tested without prefetching: they stay in cache.
+pub const PREFETCH_MIN_BYTES: u64 = 1 << 20;
+
 /// What adding one item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddOutcome {
@@ -120,19 +129,48 @@ impl Chain {
         self.contains_hashed(&self.hash(item))
     }
 
-    /// Checks a batch of hashed items, calling `answer(index, present)` in order (the batch
-    /// entry point of BF.MEXISTS; the checks are independent, so the CPU already overlaps their
-    /// cache misses — measured in `benches/core.rs`).
+    /// Checks a batch of hashed items, calling `answer(index, present)` in order; the answers
+    /// are exactly [`Chain::contains_hashed`]'s (the batch entry point of BF.MEXISTS).
+    ///
+    /// Software pipelining: the batch is tested layer by layer (newest first, skipping items
+    /// already found), and while item `j` is tested the first [`CHECK_PREFETCH_PROBES`] bit
+    /// positions of item `j + PREFETCH_DISTANCE` are prefetched, so the cache misses of many
+    /// items overlap instead of waiting one after the other. Layers under
+    /// [`PREFETCH_MIN_BYTES`] are tested without prefetching. Allocates one flag per item.
     pub fn contains_many(&self, hashes: &[HashPair], mut answer: impl FnMut(usize, bool)) {
-        for (i, h) in hashes.iter().enumerate() {
-            answer(i, self.contains_hashed(h));
+        let mut found = vec![false; hashes.len()];
+        for layer in self.layers.iter().rev() {
+            let probes = if layer.data.len() as u64 >= PREFETCH_MIN_BYTES {
+                CHECK_PREFETCH_PROBES
+            } else {
+                0
+            };
+            for j in 0..hashes.len() {
+                if probes > 0 {
+                    let ahead = j + PREFETCH_DISTANCE;
+                    if ahead < hashes.len() && !found[ahead] {
+                        layer.prefetch(&hashes[ahead], probes);
+                    }
+                }
+                if !found[j] {
+                    found[j] = layer.contains(&hashes[j]);
+                }
+            }
+        }
+        for (i, f) in found.into_iter().enumerate() {
+            answer(i, f);
         }
     }
 
     /// Adds a batch of hashed items in order, calling `result(index, outcome)` for each and
     /// stopping after the first [`AddError::Full`] (as BF.MADD does). `budget()` gives the
-    /// bytes a new layer may take and is asked only when a new layer is about to be created. Same results as
-    /// [`Chain::add_hashed`] item by item.
+    /// bytes a new layer may take and is asked only when a new layer is about to be created.
+    /// Same results and same bits as [`Chain::add_hashed`] item by item.
+    ///
+    /// Software pipelining: while item `i` is added, all k bit positions of item
+    /// `i + PREFETCH_DISTANCE` in the newest layer are prefetched (a hint only; the adds
+    /// themselves stay strictly in order, so duplicates inside the batch and layer growth
+    /// behave as item by item).
     pub fn add_many(
         &mut self,
         hashes: &[HashPair],
@@ -140,6 +178,13 @@ impl Chain {
         mut result: impl FnMut(usize, Result<AddOutcome, AddError>),
     ) {
         for (i, h) in hashes.iter().enumerate() {
+            if let (Some(ahead), Some(last)) =
+                (hashes.get(i + PREFETCH_DISTANCE), self.layers.last())
+            {
+                if last.data.len() as u64 >= PREFETCH_MIN_BYTES {
+                    last.prefetch(ahead, last.params.hashes);
+                }
+            }
             let r = self.add_hashed_with(h, &mut budget);
             result(i, r);
             if r == Err(AddError::Full) {

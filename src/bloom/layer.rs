@@ -6,6 +6,7 @@
 //! truncated constants and rounding.
 
 use super::hash::HashPair;
+use prefetch_index::prefetch_index;
 
 /// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact;
 /// `std::f64::consts::LN_2` differs in the last digits and would change some hash counts).
@@ -217,6 +218,18 @@ impl Layer {
         for i in 0..u64::from(self.params.hashes) {
             let x = h.position(i, m);
             self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
+        }
+    }
+
+    /// Asks the CPU to start loading the cache lines of the first `probes` bit positions of
+    /// `h` (at most k), without waiting for them: a hint that changes no result. Software
+    /// pipelining calls this a few items ahead of the item it tests, so that the cache misses
+    /// of several items overlap.
+    #[inline]
+    pub fn prefetch(&self, h: &HashPair, probes: u32) {
+        let m = self.params.modulus();
+        for i in 0..u64::from(probes.min(self.params.hashes)) {
+            prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
         }
     }
 }

@@ -38,8 +38,8 @@ pub fn bf_mexists(ctx: &Context, args: &[RedisString]) -> Reply {
     match chain {
         None => items.iter().for_each(|_| send(ctx, &Reply::Bool(false))),
         Some(c) => {
-            // Hash the whole batch first, then answer group by group with the loads of each
-            // group issued together (Chain::contains_many).
+            // Hash the whole batch first, then test it with prefetching a few items ahead
+            // (Chain::contains_many, software pipelining).
             let hashes: Vec<_> = items.iter().map(|i| c.hash(i.as_slice())).collect();
             c.contains_many(&hashes, |_, present| send(ctx, &Reply::Bool(present)));
         }
