@@ -3,7 +3,7 @@
 //! `PREFETCH_MIN_BYTES` use) against item-by-item calls on a clone of the same filter.
 
 use redis_bf::bloom::chain::{AddError, AddOutcome, PREFETCH_DISTANCE, PREFETCH_MIN_BYTES};
-use redis_bf::bloom::layer::{Layer, LayerParams};
+use redis_bf::bloom::layer::Layer;
 use redis_bf::bloom::{Chain, HashPair};
 
 /// Fills a layer's bits pseudo-randomly to about half density (a full layer) and marks it as
