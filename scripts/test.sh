@@ -20,5 +20,9 @@ if cargo fuzz --version >/dev/null 2>&1; then
 else
   echo "cargo-fuzz is not installed: fuzzing skipped (scripts/fuzz.sh installs it)"
 fi
+# The benchmarks still run from this tree (each criterion bench once, the server script at a tiny
+# size; no timing is asserted). Real runs: README "Benchmarks", figures in BENCHMARKS.md.
+cargo bench --bench core -- --test
+REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
