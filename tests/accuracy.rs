@@ -22,47 +22,55 @@ fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Bytes> {
 
 /// BF.MADD in batches of 1000, 20 batches per pipeline; returns (new, already present).
 fn madd_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> (usize, usize) {
-    let (mut added, mut present) = (0, 0);
-    for group in items.chunks(BATCH * 20) {
-        let mut p = redis::pipe();
-        for batch in group.chunks(BATCH) {
-            p.cmd("BF.MADD").arg(key);
-            for i in batch {
-                p.arg(i.as_slice());
-            }
-        }
-        let replies: Vec<Vec<i64>> = p
-            .query(con)
-            .unwrap_or_else(|e| panic!("BF.MADD {key}: {e}"));
-        for r in replies.into_iter().flatten() {
-            match r {
-                1 => added += 1,
-                0 => present += 1,
-                other => panic!("BF.MADD answered {other}"),
-            }
-        }
-    }
-    (added, present)
+    let replies = batched(con, "BF.MADD", key, items);
+    let added = replies.iter().filter(|r| **r == 1).count();
+    assert!(
+        replies.iter().all(|r| *r == 0 || *r == 1),
+        "BF.MADD answered something else than 0/1"
+    );
+    (added, replies.len() - added)
 }
 
-/// BF.MEXISTS in batches of 1000, 20 batches per pipeline.
-fn mexists_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> Vec<i64> {
+/// `command key item…` (BF.MADD or BF.MEXISTS) in batches of 1000, 20 batches per pipeline;
+/// one reply per item.
+fn batched(con: &mut redis::Connection, command: &str, key: &str, items: &[Bytes]) -> Vec<i64> {
     let mut out = Vec::with_capacity(items.len());
     for group in items.chunks(BATCH * 20) {
         let mut p = redis::pipe();
         for batch in group.chunks(BATCH) {
-            p.cmd("BF.MEXISTS").arg(key);
+            p.cmd(command).arg(key);
             for i in batch {
                 p.arg(i.as_slice());
             }
         }
         let replies: Vec<Vec<i64>> = p
             .query(con)
-            .unwrap_or_else(|e| panic!("BF.MEXISTS {key}: {e}"));
+            .unwrap_or_else(|e| panic!("{command} {key}: {e}"));
         out.extend(replies.into_iter().flatten());
     }
     assert_eq!(out.len(), items.len());
     out
+}
+
+/// `command key item` (BF.ADD or BF.EXISTS) once per item, 20 000 commands per pipeline.
+fn one_by_one(con: &mut redis::Connection, command: &str, key: &str, items: &[Bytes]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(items.len());
+    for group in items.chunks(BATCH * 20) {
+        let mut p = redis::pipe();
+        for i in group {
+            p.cmd(command).arg(key).arg(i.as_slice());
+        }
+        let replies: Vec<i64> = p
+            .query(con)
+            .unwrap_or_else(|e| panic!("{command} {key}: {e}"));
+        out.extend(replies);
+    }
+    out
+}
+
+/// BF.MEXISTS in batches of 1000, 20 batches per pipeline.
+fn mexists_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> Vec<i64> {
+    batched(con, "BF.MEXISTS", key, items)
 }
 
 fn card(con: &mut redis::Connection, key: &str) -> u64 {
@@ -356,27 +364,8 @@ fn batch_commands_on_large_layers_match_single_item_commands() {
         .map(|i| format!("m:{i}").into_bytes())
         .chain((0..20_000usize).map(|i| format!("m:{}", i * 7).into_bytes()))
         .collect();
-    let mut batch_replies = Vec::with_capacity(members.len());
-    for group in members.chunks(BATCH * 20) {
-        let mut p = redis::pipe();
-        for batch in group.chunks(BATCH) {
-            p.cmd("BF.MADD").arg("by-batch");
-            for i in batch {
-                p.arg(i.as_slice());
-            }
-        }
-        let r: Vec<Vec<i64>> = p.query(&mut con).unwrap();
-        batch_replies.extend(r.into_iter().flatten());
-    }
-    let mut item_replies: Vec<i64> = Vec::with_capacity(members.len());
-    for group in members.chunks(BATCH * 20) {
-        let mut p = redis::pipe();
-        for i in group {
-            p.cmd("BF.ADD").arg("by-item").arg(i.as_slice());
-        }
-        let r: Vec<i64> = p.query(&mut con).unwrap();
-        item_replies.extend(r);
-    }
+    let batch_replies = batched(&mut con, "BF.MADD", "by-batch", &members);
+    let item_replies = one_by_one(&mut con, "BF.ADD", "by-item", &members);
     assert_eq!(batch_replies.len(), members.len());
     let first_diff = batch_replies
         .iter()
@@ -399,30 +388,22 @@ fn batch_commands_on_large_layers_match_single_item_commands() {
     // BF.MEXISTS against BF.EXISTS on members and non-members, and against the core.
     let mut probes = members[..320_000].to_vec();
     probes.extend(items("absent:", 0..50_000));
-    let batched = mexists_all(&mut con, "by-batch", &probes);
-    let mut single: Vec<i64> = Vec::with_capacity(probes.len());
-    for group in probes.chunks(BATCH * 20) {
-        let mut p = redis::pipe();
-        for i in group {
-            p.cmd("BF.EXISTS").arg("by-batch").arg(i.as_slice());
-        }
-        let r: Vec<i64> = p.query(&mut con).unwrap();
-        single.extend(r);
-    }
+    let answers = mexists_all(&mut con, "by-batch", &probes);
+    let single = one_by_one(&mut con, "BF.EXISTS", "by-batch", &probes);
     assert_eq!(
-        batched.iter().zip(&single).position(|(a, b)| a != b),
+        answers.iter().zip(&single).position(|(a, b)| a != b),
         None,
         "BF.MEXISTS and BF.EXISTS answered differently"
     );
     assert!(
-        batched[..320_000].iter().all(|x| *x == 1),
+        answers[..320_000].iter().all(|x| *x == 1),
         "a false negative"
     );
     let local: Vec<i64> = probes
         .iter()
         .map(|p| i64::from(batch_chain.contains(p)))
         .collect();
-    assert_eq!(batched, local, "the server and the core disagree");
-    let fp = batched[320_000..].iter().filter(|x| **x == 1).count();
+    assert_eq!(answers, local, "the server and the core disagree");
+    let fp = answers[320_000..].iter().filter(|x| **x == 1).count();
     assert!(fp <= 2, "{fp} false positives of 50 000 at 1e-6");
 }

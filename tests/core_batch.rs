@@ -42,10 +42,88 @@ fn named(prefix: &str, n: u32) -> Vec<HashPair> {
         .collect()
 }
 
+/// Adds `hashes` to two clones of `chain`, by `add_many` and item by item (stopping after the
+/// first "full" error, as `add_many` does). Asserts the same outcomes, reported once each and in
+/// order, and the same filters afterwards; returns the outcomes and the filter.
+fn add_both(
+    chain: &Chain,
+    hashes: &[HashPair],
+    budget: u64,
+) -> (Vec<Result<AddOutcome, AddError>>, Chain) {
+    let mut simple = chain.clone();
+    let mut expected = Vec::new();
+    for h in hashes {
+        let r = simple.add_hashed(h, budget);
+        expected.push(r);
+        if r == Err(AddError::Full) {
+            break;
+        }
+    }
+    let mut batched = chain.clone();
+    let mut got = Vec::new();
+    batched.add_many(hashes, |_| budget, |i, r| got.push((i, r)));
+    assert!(
+        got.iter().enumerate().all(|(n, (i, _))| n == *i),
+        "outcomes out of order"
+    );
+    let got: Vec<_> = got.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(got, expected);
+    assert_eq!(batched, simple, "the filters differ");
+    (got, batched)
+}
+
+/// Checks `probes` by `contains_many` and item by item; asserts the same answers, each given
+/// once; returns them.
+fn check_both(chain: &Chain, probes: &[HashPair]) -> Vec<bool> {
+    let mut answers = vec![None; probes.len()];
+    chain.contains_many(probes, |i, p| {
+        assert!(answers[i].is_none(), "item {i} answered twice");
+        answers[i] = Some(p)
+    });
+    let expected: Vec<bool> = probes.iter().map(|h| chain.contains_hashed(h)).collect();
+    assert_eq!(
+        answers,
+        expected.iter().map(|e| Some(*e)).collect::<Vec<_>>()
+    );
+    expected
+}
+
+fn added(outcomes: &[Result<AddOutcome, AddError>]) -> usize {
+    outcomes
+        .iter()
+        .filter(|r| **r == Ok(AddOutcome::Added))
+        .count()
+}
+
 fn items(n: u32, distinct: u32) -> Vec<HashPair> {
     (0..n)
         .map(|i| HashPair::hash64(format!("user:{}", i % distinct).as_bytes()))
         .collect()
+}
+
+#[test]
+fn batched_paths_equal_item_by_item_on_small_layers() {
+    // Layers of 50, 100, 200, … items: no prefetching, growth inside the batch, duplicates.
+    let chain = Chain::new(50, 0.01, 2, false, u64::MAX).unwrap();
+    let hashes = items(500, 350);
+    let (outcomes, grown) = add_both(&chain, &hashes, u64::MAX);
+    assert_eq!(outcomes.len(), 500);
+    // At most 350 new items; a few are false positives of the earlier layers (error 0.01).
+    assert!(
+        (335..=350).contains(&added(&outcomes)),
+        "{}",
+        added(&outcomes)
+    );
+    assert_eq!(grown.layers.len(), 3);
+    let mut probes = named("probe", 2000);
+    probes.extend_from_slice(&hashes);
+    let answers = check_both(&grown, &probes);
+    assert!(answers[2000..].iter().all(|a| *a), "a false negative");
+    // A full non-scaling filter: stops after the first "full" error, as BF.MADD.
+    let full = Chain::new(2, 0.01, 2, true, u64::MAX).unwrap();
+    let (outcomes, _) = add_both(&full, &hashes[..5], u64::MAX);
+    assert_eq!(outcomes.len(), 3);
+    assert_eq!(outcomes[2], Err(AddError::Full));
 }
 
 #[test]
@@ -56,73 +134,42 @@ fn batched_check_equals_item_by_item_on_prefetched_layers() {
     for h in &old_only {
         chain.layers[0].set(h);
     }
-    let added = named("new", 200);
-    for h in &added {
+    let new = named("new", 200);
+    for h in &new {
         chain.add_hashed(h, u64::MAX).unwrap();
     }
     let mut probes = named("absent", 5000);
     probes.extend_from_slice(&old_only);
-    probes.extend_from_slice(&added);
+    probes.extend_from_slice(&new);
     // Interleave so that present items sit within the prefetch distance of absent ones.
     probes.sort_by_key(|h| h.a.rotate_left(7));
-    let mut answers = vec![None; probes.len()];
-    chain.contains_many(&probes, |i, p| {
-        assert!(answers[i].is_none());
-        answers[i] = Some(p)
-    });
-    let expected: Vec<Option<bool>> = probes
-        .iter()
-        .map(|h| Some(chain.contains_hashed(h)))
-        .collect();
-    assert_eq!(answers, expected);
-    let present = expected.iter().filter(|a| **a == Some(true)).count();
+    assert!(probes.len() > 4 * PREFETCH_DISTANCE);
+    let answers = check_both(&chain, &probes);
+    let present = answers.iter().filter(|a| **a).count();
     // 250 planted items, plus the false positives of two half-full layers (k = 8 and 9:
     // 5000 × (2^-8 + 2^-9) ≈ 29 expected).
     assert!((255..=320).contains(&present), "{present} present");
     for (h, a) in probes.iter().zip(&answers) {
-        if old_only.contains(h) || added.contains(h) {
-            assert_eq!(*a, Some(true));
+        if old_only.contains(h) || new.contains(h) {
+            assert!(*a, "a false negative");
         }
     }
-    assert!(probes.len() > 4 * PREFETCH_DISTANCE);
 }
 
 #[test]
 fn batched_add_equals_item_by_item_on_prefetched_layers() {
     // Duplicates inside the batch, 1000 items of room, then growth into a third layer.
     let hashes = items(6000, 4000);
-    let mut simple = big_chain(1000);
-    let mut batched = simple.clone();
-    let expected: Vec<_> = hashes
-        .iter()
-        .map(|h| simple.add_hashed(h, u64::MAX))
-        .collect();
-    let mut got = Vec::new();
-    batched.add_many(&hashes, |_| u64::MAX, |i, r| got.push((i, r)));
-    assert_eq!(got.len(), hashes.len());
-    assert!(got.iter().enumerate().all(|(n, (i, _))| n == *i));
-    assert_eq!(got.iter().map(|x| x.1).collect::<Vec<_>>(), expected);
-    assert_eq!(batched.layers.len(), 3);
-    assert_eq!(batched, simple);
-    let added = expected
-        .iter()
-        .filter(|r| **r == Ok(AddOutcome::Added))
-        .count();
-    assert!((3900..=4000).contains(&added), "{added} added");
+    let (outcomes, grown) = add_both(&big_chain(1000), &hashes, u64::MAX);
+    assert_eq!(outcomes.len(), hashes.len());
+    assert_eq!(grown.layers.len(), 3);
+    assert!((3900..=4000).contains(&added(&outcomes)));
 
-    // A refused growth in the middle of a batch stops exactly where item by item stops.
-    let mut simple = big_chain(10);
-    let mut batched = simple.clone();
+    // A refused growth in the middle of a batch: the same refusals, nothing else changes.
     let budget = 1 << 20; // less than the third layer needs
-    let expected: Vec<_> = hashes[..100]
-        .iter()
-        .map(|h| simple.add_hashed(h, budget))
-        .collect();
-    let mut got = Vec::new();
-    batched.add_many(&hashes[..100], |_| budget, |_, r| got.push(r));
-    assert_eq!(got, expected);
-    assert!(got.contains(&Err(AddError::CannotGrow)));
-    assert_eq!(batched, simple);
+    let (outcomes, refused) = add_both(&big_chain(10), &hashes[..100], budget);
+    assert!(outcomes.contains(&Err(AddError::CannotGrow)));
+    assert_eq!(refused.layers.len(), 2);
 }
 
 #[test]
@@ -131,18 +178,8 @@ fn batched_add_on_full_nonscaling_prefetched_layer_stops_at_first_full() {
     let entries = chain.layers[0].params.entries;
     fill_half(&mut chain.layers[0], entries - 3, 9);
     chain.size = entries - 3;
-    let before = chain.clone();
-    let hashes = items(100, 100);
-    let mut got = Vec::new();
-    chain.add_many(&hashes, |_| u64::MAX, |i, r| got.push((i, r)));
-    let last = *got.last().unwrap();
-    assert_eq!(last.1, Err(AddError::Full));
-    assert_eq!(
-        got.iter()
-            .filter(|(_, r)| *r == Ok(AddOutcome::Added))
-            .count(),
-        3
-    );
-    assert_eq!(chain.size, entries);
-    assert_ne!(chain, before);
+    let (outcomes, full) = add_both(&chain, &items(100, 100), u64::MAX);
+    assert_eq!(outcomes.last(), Some(&Err(AddError::Full)));
+    assert_eq!(added(&outcomes), 3);
+    assert_eq!(full.size, entries);
 }

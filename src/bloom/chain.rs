@@ -331,40 +331,6 @@ mod tests {
     }
 
     #[test]
-    fn batched_paths_match_item_by_item() {
-        let mut simple = Chain::new(50, 0.01, 2, false, u64::MAX).unwrap();
-        let mut batched = simple.clone();
-        let items: Vec<Vec<u8>> = (0..500u32)
-            .map(|i| format!("item:{}", i % 350).into_bytes())
-            .collect();
-        let hashes: Vec<HashPair> = items.iter().map(|i| simple.hash(i)).collect();
-        let expected: Vec<_> = hashes
-            .iter()
-            .map(|h| simple.add_hashed(h, u64::MAX))
-            .collect();
-        let mut got = Vec::new();
-        batched.add_many(&hashes, |_| u64::MAX, |i, r| got.push((i, r)));
-        assert_eq!(got.iter().map(|x| x.1).collect::<Vec<_>>(), expected);
-        assert_eq!(got.last().unwrap().0, 499);
-        assert_eq!(batched, simple);
-        let probes: Vec<HashPair> = (0..2000u32)
-            .map(|i| HashPair::hash64(format!("probe:{i}").as_bytes()))
-            .chain(hashes.iter().copied())
-            .collect();
-        let mut answers = vec![None; probes.len()];
-        batched.contains_many(&probes, |i, b| answers[i] = Some(b));
-        for (h, a) in probes.iter().zip(&answers) {
-            assert_eq!(*a, Some(simple.contains_hashed(h)));
-        }
-        // Stops after the first "full" error, as BF.MADD.
-        let mut full = Chain::new(2, 0.01, 2, true, u64::MAX).unwrap();
-        let mut seen = Vec::new();
-        full.add_many(&hashes[..5], |_| u64::MAX, |i, r| seen.push((i, r)));
-        assert_eq!(seen.len(), 3);
-        assert_eq!(seen[2].1, Err(AddError::Full));
-    }
-
-    #[test]
     fn nonscaling_fills_up() {
         let mut c = Chain::new(2, 0.01, 2, true, u64::MAX).unwrap();
         assert_eq!(c.options, 13);
