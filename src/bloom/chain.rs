@@ -24,6 +24,11 @@ pub const PREFETCH_DISTANCE: usize = 8;
 /// usually rejected by its first or second probe (half the bits of a full layer are set), so
 /// prefetching all k would mostly fetch lines that are never read.
 pub const CHECK_PREFETCH_PROBES: u32 = 3;
+/// How many of an item's bit positions BF.MADD prefetches in the newest layer: all k of a
+/// usual filter (k ≤ 16 for layer error rates down to about 1.5e-5). Beyond that the cost of computing
+/// and fetching positions that may never be written (an item already present, a refused growth)
+/// outgrows the gain, so the rest are loaded when needed.
+pub const ADD_PREFETCH_PROBES: u32 = 16;
 /// Layers with fewer bytes than this are tested without prefetching: they stay in cache.
 pub const PREFETCH_MIN_BYTES: u64 = 1 << 20;
 
@@ -167,10 +172,11 @@ impl Chain {
     /// bytes a new layer may take and is asked only when a new layer is about to be created.
     /// Same results and same bits as [`Chain::add_hashed`] item by item.
     ///
-    /// Software pipelining: while item `i` is added, all k bit positions of item
-    /// `i + PREFETCH_DISTANCE` in the newest layer are prefetched (a hint only; the adds
-    /// themselves stay strictly in order, so duplicates inside the batch and layer growth
-    /// behave as item by item).
+    /// Software pipelining: while item `i` is added, the first [`ADD_PREFETCH_PROBES`] bit
+    /// positions (all k of a usual filter) of item `i + PREFETCH_DISTANCE` in the newest layer
+    /// are prefetched, unless that layer is full. A hint only: the adds themselves stay
+    /// strictly in order, so duplicates inside the batch and layer growth behave as item by
+    /// item.
     pub fn add_many(
         &mut self,
         hashes: &[HashPair],
@@ -181,8 +187,10 @@ impl Chain {
             if let (Some(ahead), Some(last)) =
                 (hashes.get(i + PREFETCH_DISTANCE), self.layers.last())
             {
-                if last.data.len() as u64 >= PREFETCH_MIN_BYTES {
-                    last.prefetch(ahead, last.params.hashes);
+                // Not when the newest layer is full: the next new item goes to a layer that does
+                // not exist yet (or is refused), so those lines would never be written.
+                if last.data.len() as u64 >= PREFETCH_MIN_BYTES && !self.needs_new_layer() {
+                    last.prefetch(ahead, ADD_PREFETCH_PROBES);
                 }
             }
             let r = self.add_hashed_with(h, &mut budget);
