@@ -26,3 +26,5 @@ cargo bench --bench core -- --test
 REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
+# Doc comments build without broken links.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet

@@ -1,5 +1,5 @@
-//! BF.ADD key item, BF.MADD key item [item …] and
-//! BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …
+//! `BF.ADD key item`, `BF.MADD key item [item …]` and
+//! `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …`
 //! (`redisbloom-compat.md` §5.3–§5.4; DECISIONS.md D5 for replication, D6 for keyword matching).
 
 use super::create_error;
