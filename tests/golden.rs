@@ -7,11 +7,12 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{crc64, fmt_g};
+use common::crc64;
 use redis_bf::bloom::chain::{AddOutcome, Chain};
 use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
 use redis_bf::bloom::hash::HashPair;
 use redis_bf::bloom::rdb::{load, save, Value as RdbValue, Values};
+use redis_bf::module::commands::info::format_g;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
@@ -146,7 +147,7 @@ fn debug_lines(chain: &Chain) -> Vec<String> {
             width,
             l.params.entries,
             l.size,
-            fmt_g(l.params.error)
+            format_g(l.params.error)
         ));
     }
     out
@@ -511,13 +512,13 @@ fn crc64_and_lzf_helpers() {
         lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10),
         b"aaaaaaaaaa"
     );
-    assert_eq!(fmt_g(0.005), "0.005");
-    assert_eq!(fmt_g(6.25e-05), "6.25e-05");
-    assert_eq!(fmt_g(0.0005), "0.0005");
-    assert_eq!(fmt_g(0.000625), "0.000625");
-    assert_eq!(fmt_g(0.05), "0.05");
-    assert_eq!(fmt_g(1.0 / 3.0), "0.333333");
-    assert_eq!(fmt_g(1234567.0), "1.23457e+06");
+    assert_eq!(format_g(0.005), "0.005");
+    assert_eq!(format_g(6.25e-05), "6.25e-05");
+    assert_eq!(format_g(0.0005), "0.0005");
+    assert_eq!(format_g(0.000625), "0.000625");
+    assert_eq!(format_g(0.05), "0.05");
+    assert_eq!(format_g(1.0 / 3.0), "0.333333");
+    assert_eq!(format_g(1234567.0), "1.23457e+06");
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod common;
 mod fxutil;
 
 use fxutil::{
-    args, assert_scandump_eq, check_hash_functions, crc64, dump_payload, fmt_g, hex,
+    args, assert_scandump_eq, check_hash_functions, crc64, dump_payload, format_g, hex,
     loadchunk_commands, server_rdb_version, show, unhex, Conn, DirServer, MAdd, MChain, MLayer,
     ModuleValue, Resp, FORCE64, NOROUND, NO_SCALING,
 };
@@ -107,12 +107,12 @@ fn assert_state(c: &mut Conn, key: &[u8], m: &MChain, what: &str) {
 #[test]
 fn model_reproduces_redisbloom_recordings() {
     check_hash_functions();
-    assert_eq!(fmt_g(0.005), "0.005");
-    assert_eq!(fmt_g(6.25e-05), "6.25e-05");
-    assert_eq!(fmt_g(0.0005), "0.0005");
-    assert_eq!(fmt_g(0.01), "0.01");
-    assert_eq!(fmt_g(0.05 * 0.5f64.powi(20)), "4.76837e-08");
-    assert_eq!(fmt_g(0.000244140625), "0.000244141");
+    assert_eq!(format_g(0.005), "0.005");
+    assert_eq!(format_g(6.25e-05), "6.25e-05");
+    assert_eq!(format_g(0.0005), "0.0005");
+    assert_eq!(format_g(0.01), "0.01");
+    assert_eq!(format_g(0.05 * 0.5f64.powi(20)), "4.76837e-08");
+    assert_eq!(format_g(0.000244140625), "0.000244141");
 
     // §3.1 table rows: (error, capacity) → (bpe, k, bytes, bits).
     for (err, cap, bpe, k, bytes, bits) in [

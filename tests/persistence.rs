@@ -12,12 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{crc64, fmt_g, Server};
+use common::{crc64, Server};
 use redis::Value;
 use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
 use redis_bf::bloom::layer::{Layer, LayerParams};
 use redis_bf::bloom::rdb::{save, Value as RdbValue, Values};
+use redis_bf::module::commands::info::format_g;
 
 type Bytes = Vec<u8>;
 
@@ -849,7 +850,7 @@ fn debug_of(chain: &Chain) -> Vec<String> {
             width,
             l.params.entries,
             l.size,
-            fmt_g(l.params.error)
+            format_g(l.params.error)
         ));
     }
     out

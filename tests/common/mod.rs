@@ -296,28 +296,3 @@ pub fn crc64(data: &[u8]) -> u64 {
     }
     crc
 }
-
-/// C's `printf("%g", x)` (precision 6), as BF.DEBUG prints `ratio`, written independently of
-/// the module's own formatter.
-pub fn fmt_g(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let sci = format!("{x:.5e}"); // d.ddddde±X, correctly rounded to 6 significant digits
-    let (mant, exp) = sci.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
-    let strip = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{}{:02}", strip(mant), sign, exp.abs())
-    } else {
-        let decimals = (5 - exp) as usize;
-        strip(&format!("{x:.decimals$}"))
-    }
-}

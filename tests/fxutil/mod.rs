@@ -7,9 +7,10 @@
 //! spec's check values by [`check_hash_functions`].
 #![allow(dead_code)]
 
-pub use super::common::{crc64, fmt_g};
+pub use super::common::crc64;
 use crate::common;
 use redis_bf::bloom::hash::{murmur2_32, murmur64a};
+pub use redis_bf::module::commands::info::format_g;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -715,7 +716,7 @@ impl MLayer {
             if options & FORCE64 != 0 { 64 } else { 32 },
             self.entries,
             self.size,
-            fmt_g(self.error)
+            format_g(self.error)
         )
     }
 }
