@@ -2,10 +2,10 @@
 //! `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …`
 //! (`redisbloom-compat.md` §5.3–§5.4; DECISIONS.md D5 for replication, D6 for keyword matching).
 
-use super::create_error;
-use crate::bloom::{AddError, AddOutcome, Chain};
+use super::create_filter;
+use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, store_new, Lookup};
+use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::config;
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
@@ -152,17 +152,14 @@ fn add_items(
             if !creation.allowed {
                 return Reply::Error(NOT_FOUND);
             }
-            let chain = match Chain::new(
+            if let Err(e) = create_filter(
+                ctx,
+                &key,
                 creation.capacity,
                 creation.error,
                 creation.expansion,
                 creation.nonscaling,
-                new_array_budget(ctx, 0),
             ) {
-                Ok(c) => c,
-                Err(e) => return create_error(e),
-            };
-            if let Err(e) = store_new(&key, chain, "ERR could not create filter") {
                 return e;
             }
             true

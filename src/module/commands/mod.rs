@@ -10,12 +10,39 @@ pub mod info;
 pub mod reserve;
 
 use crate::bloom::layer::LayerError;
+use crate::bloom::Chain;
+use crate::module::bloom_type::store_new;
+use crate::module::memory::new_array_budget;
 use crate::module::reply::Reply;
+use redis_module::key::RedisKeyWritable;
+use redis_module::Context;
 
-/// The reply for a filter that could not be created.
-pub(crate) fn create_error(e: LayerError) -> Reply {
-    Reply::Error(match e {
-        LayerError::OutOfMemory => "ERR Insufficient memory to create filter",
-        LayerError::Invalid => "ERR could not create filter",
-    })
+/// Creates an empty filter in `key` (opened for writing, known to be empty): a first layer of
+/// `capacity` items at `error` (see [`Chain::new`]), limited by the memory budget. Shared by
+/// BF.RESERVE and the implicit creation of BF.ADD / BF.MADD / BF.INSERT.
+///
+/// Errors: `ERR Insufficient memory to create filter` (allocation or budget),
+/// `ERR could not create filter` (parameters that size no layer, or a key that refuses it).
+pub(crate) fn create_filter(
+    ctx: &Context,
+    key: &RedisKeyWritable,
+    capacity: u64,
+    error: f64,
+    expansion: u32,
+    nonscaling: bool,
+) -> Result<(), Reply> {
+    let chain = Chain::new(
+        capacity,
+        error,
+        expansion,
+        nonscaling,
+        new_array_budget(ctx, 0),
+    )
+    .map_err(|e| {
+        Reply::Error(match e {
+            LayerError::OutOfMemory => "ERR Insufficient memory to create filter",
+            LayerError::Invalid => "ERR could not create filter",
+        })
+    })?;
+    store_new(key, chain, "ERR could not create filter")
 }

@@ -2,11 +2,9 @@
 //! (`redisbloom-compat.md` §5.2; DECISIONS.md D6: options are looked for only after the
 //! capacity, unknown trailing arguments and expansions ≥ 2^32 are errors).
 
-use super::create_error;
-use crate::bloom::Chain;
+use super::create_filter;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, store_new, Lookup};
-use crate::module::memory::new_array_budget;
+use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::reply::{Reply, WRONGTYPE};
 use redis_module::{Context, NotifyEvent, RedisString};
 
@@ -78,17 +76,7 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing => {}
     }
-    let chain = match Chain::new(
-        r.capacity,
-        r.error,
-        r.expansion,
-        r.nonscaling,
-        new_array_budget(ctx, 0),
-    ) {
-        Ok(c) => c,
-        Err(e) => return create_error(e),
-    };
-    if let Err(e) = store_new(&key, chain, "ERR could not create filter") {
+    if let Err(e) = create_filter(ctx, &key, r.capacity, r.error, r.expansion, r.nonscaling) {
         return e;
     }
     ctx.replicate_verbatim();
