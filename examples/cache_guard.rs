@@ -12,6 +12,9 @@
 //! cargo run --release --example cache_guard      # REDIS_URL=redis://host:port/ to override
 //! ```
 
+mod common;
+
+use common::{redis_url, Rng};
 use std::collections::HashMap;
 use std::error::Error;
 use std::time::Instant;
@@ -23,24 +26,9 @@ const REQUESTS: usize = 100_000;
 const INVALID_SHARE: f64 = 0.3;
 const CACHE_TTL_SECS: u64 = 300;
 
-/// A small deterministic PRNG (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A sparse 40-bit product id.
-    fn id(&mut self) -> u64 {
-        self.next() >> 24
-    }
+/// A sparse 40-bit product id.
+fn product_id(rng: &mut Rng) -> u64 {
+    rng.next() >> 24
 }
 
 struct Product {
@@ -61,10 +49,6 @@ impl Database {
     }
 }
 
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
     let client = redis::Client::open(redis_url())?;
     let mut con = client.get_connection()?;
@@ -77,7 +61,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     let mut ids = Vec::with_capacity(PRODUCTS);
     while ids.len() < PRODUCTS {
-        let id = rng.id();
+        let id = product_id(&mut rng);
         if let std::collections::hash_map::Entry::Vacant(e) = db.rows.entry(id) {
             e.insert(Product {
                 name: format!("Product {}", ids.len()),
@@ -131,7 +115,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let id = if rng.unit() < INVALID_SHARE {
             invalid_requests += 1;
             loop {
-                let id = rng.id();
+                let id = product_id(&mut rng);
                 if !db.rows.contains_key(&id) {
                     break id;
                 }

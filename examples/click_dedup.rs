@@ -11,6 +11,9 @@
 //! cargo run --release --example click_dedup     # REDIS_URL=redis://host:port/ to override
 //! ```
 
+mod common;
+
+use common::{redis_url, Rng};
 use std::collections::{HashMap, HashSet};
 use std::error::Error;
 use std::time::Instant;
@@ -32,36 +35,17 @@ const BATCH: usize = 1_000;
 /// Events per XREADGROUP call.
 const READ_COUNT: usize = 200;
 
-/// A small deterministic PRNG (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-    /// A UUID-shaped event id.
-    fn event_id(&mut self) -> String {
-        let (a, b) = (self.next(), self.next());
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            (b >> 48) & 0x3fff | 0x8000,
-            b & 0xffff_ffff_ffff
-        )
-    }
-}
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+/// A UUID-shaped event id.
+fn event_id(rng: &mut Rng) -> String {
+    let (a, b) = (rng.next(), rng.next());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        (b >> 48) & 0x3fff | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
 }
 
 struct Event {
@@ -106,7 +90,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             };
             events.push(retry);
         } else {
-            let id = rng.event_id();
+            let id = event_id(&mut rng);
             unique_ids.insert(id.clone());
             events.push(Event {
                 id,

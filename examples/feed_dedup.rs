@@ -12,6 +12,9 @@
 //! cargo run --release --example feed_dedup       # REDIS_URL=redis://host:port/ to override
 //! ```
 
+mod common;
+
+use common::{redis_url, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
@@ -25,29 +28,10 @@ const ARTICLES: u64 = 50_000;
 const CAPACITY: u64 = 100;
 const ERROR: f64 = 0.001;
 
-/// A small deterministic PRNG (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// An article id, skewed towards popular (low) ids: roughly a power law.
-    fn article(&mut self) -> u64 {
-        let u = self.unit();
-        ((ARTICLES as f64) * u * u * u) as u64
-    }
-}
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+/// An article id, skewed towards popular (low) ids: roughly a power law.
+fn article(rng: &mut Rng) -> u64 {
+    let u = rng.unit();
+    ((ARTICLES as f64) * u * u * u) as u64
 }
 
 fn key(user: usize) -> String {
@@ -83,7 +67,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             // The recommender's candidates (distinct ids).
             let mut candidates = Vec::with_capacity(CANDIDATES);
             while candidates.len() < CANDIDATES {
-                let a = rng.article();
+                let a = article(&mut rng);
                 if !candidates.contains(&a) {
                     candidates.push(a);
                 }

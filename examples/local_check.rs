@@ -11,6 +11,9 @@
 //! cargo run --release --example local_check      # REDIS_URL=redis://host:port/ to override
 //! ```
 
+mod common;
+
+use common::redis_url;
 use std::error::Error;
 use std::time::Instant;
 
@@ -20,10 +23,6 @@ use redis_bf::bloom::Chain;
 const KEY: &str = "local:check";
 const ITEMS: usize = 50_000;
 const PROBES: usize = 100_000;
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
-}
 
 /// Downloads `key` with a full SCANDUMP walk and rebuilds it locally.
 /// Returns the chain, the number of chunks (header included) and the bytes transferred.

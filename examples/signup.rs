@@ -13,6 +13,9 @@
 //! cargo run --release --example signup            # REDIS_URL=redis://host:port/ to override
 //! ```
 
+mod common;
+
+use common::{redis_url, Rng};
 use std::collections::HashMap;
 use std::error::Error;
 use std::time::Instant;
@@ -37,33 +40,11 @@ const NOUNS: &[&str] = &[
     "koala", "lemur", "meteor", "nebula", "orca", "parrot", "quokka", "robin", "saturn", "walrus",
 ];
 
-/// A small deterministic PRNG (SplitMix64), so every run sees the same names.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-    /// A plausible username such as `brave_otter4821`.
-    fn username(&mut self) -> String {
-        let a = ADJECTIVES[self.below(ADJECTIVES.len())];
-        let n = NOUNS[self.below(NOUNS.len())];
-        format!("{a}_{n}{}", self.below(100_000))
-    }
-}
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+/// A plausible username such as `brave_otter4821`.
+fn username(rng: &mut Rng) -> String {
+    let a = ADJECTIVES[rng.below(ADJECTIVES.len())];
+    let n = NOUNS[rng.below(NOUNS.len())];
+    format!("{a}_{n}{}", rng.below(100_000))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -76,7 +57,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut db: HashMap<String, u64> = HashMap::with_capacity(REGISTERED + ATTEMPTS);
     let mut registered: Vec<String> = Vec::with_capacity(REGISTERED);
     while registered.len() < REGISTERED {
-        let name = rng.username();
+        let name = username(&mut rng);
         if !db.contains_key(&name) {
             db.insert(name.clone(), registered.len() as u64 + 1);
             registered.push(name);
@@ -128,7 +109,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let name = if rng.chance(TAKEN_SHARE) {
             registered[rng.below(registered.len())].clone()
         } else {
-            rng.username()
+            username(&mut rng)
         };
         let maybe_taken: bool = redis::cmd("BF.EXISTS")
             .arg(KEY)

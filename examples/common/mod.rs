@@ -1,0 +1,39 @@
+//! What the examples share: the server address and a small deterministic PRNG, so every run
+//! prints the same figures. Each example uses part of it.
+#![allow(dead_code)]
+
+/// The server to talk to: `REDIS_URL`, or `redis://127.0.0.1:6379/` (what `scripts/start.sh`
+/// starts).
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+}
+
+/// SplitMix64 (Steele, Lea & Flood, "Fast Splittable Pseudorandom Number Generators",
+/// OOPSLA 2014): deterministic for a given seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in [0, 1) with 53 random bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() <= p
+    }
+
+    /// A value in 0..n (with the slight modulo bias, irrelevant here).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
