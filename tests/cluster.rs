@@ -16,8 +16,9 @@ mod robust;
 use common::{free_port, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
-use robust::{info_field, missing, raw, value_error, wait_until, Rng};
-use std::collections::BTreeMap;
+use robust::{
+    assert_all_present, assert_present, info_field, raw, value_error, wait_until, Expected, Rng,
+};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -222,7 +223,7 @@ fn resharding_under_writes_keeps_every_item() {
         .collect();
     let client = ClusterClient::new(urls).unwrap();
     let mut con = client.get_connection().unwrap();
-    let mut expected: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut expected = Expected::new();
     for i in 0..FILTERS {
         expected.insert(key(i), create_filter(&mut con, i));
     }
@@ -329,17 +330,7 @@ fn resharding_under_writes_keeps_every_item() {
 
     // Every item is present through the cluster client…
     let mut con = client.get_connection().unwrap();
-    let mut checked = 0;
-    for (k, its) in &expected {
-        let miss = missing(&mut con, k, its, 1000);
-        assert!(
-            miss.is_empty(),
-            "{} items of {} missing through the cluster client",
-            miss.len(),
-            String::from_utf8_lossy(k)
-        );
-        checked += its.len();
-    }
+    let checked = assert_all_present(&mut con, "through the cluster client", &expected, 1000);
     // …and directly on the owner of the key's slot; no other node has keys in that slot.
     let mut direct: Vec<Connection> = nodes.iter().map(|n| n.conn()).collect();
     let owners = slot_owners(&mut direct[0]);
@@ -360,8 +351,7 @@ fn resharding_under_writes_keeps_every_item() {
             .query(&mut direct[owner])
             .unwrap();
         assert_eq!(exists, 1, "{} on its owner", String::from_utf8_lossy(k));
-        let miss = missing(&mut direct[owner], k, its, 1000);
-        assert!(miss.is_empty(), "items missing on the owner node");
+        assert_present(&mut direct[owner], "on the owner node", k, its, 1000);
         for (n, d) in direct.iter_mut().enumerate() {
             if n != owner {
                 let c: i64 = redis::cmd("CLUSTER")

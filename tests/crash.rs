@@ -15,13 +15,14 @@ mod robust;
 
 use common::Server;
 use redis::{Connection, ConnectionLike, Value};
-use robust::{children_of, info_u64, kill_pid, missing, raw, value_error, wait_until, Rng};
-use std::collections::BTreeMap;
+use robust::{
+    assert_all_present, children_of, info_u64, kill_pid, raw, value_error, wait_until, Expected,
+    Rng,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-type Expected = BTreeMap<Vec<u8>, Vec<Vec<u8>>>;
 /// Acknowledged (key, item) pairs.
 type Acked = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -102,23 +103,6 @@ fn writer(port: u16, round: usize, seed: u64, stop: Arc<AtomicBool>) -> (Acked, 
     (acked, commands)
 }
 
-fn verify(con: &mut Connection, exp: &Expected, what: &str) -> usize {
-    let mut checked = 0;
-    for (k, its) in exp {
-        let miss = missing(con, k, its, 2000);
-        assert!(
-            miss.is_empty(),
-            "{what}: {} of {} acknowledged items of {} lost (first {:?})",
-            miss.len(),
-            its.len(),
-            String::from_utf8_lossy(k),
-            miss.first().map(|m| String::from_utf8_lossy(m).to_string())
-        );
-        checked += its.len();
-    }
-    checked
-}
-
 /// What runs alongside the writer before the kill.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Moment {
@@ -196,7 +180,12 @@ fn crash_once(
     }
     s.restart(&[]);
     let mut con = s.conn();
-    verify(&mut con, exp, &format!("after crash {round} ({moment:?})"));
+    assert_all_present(
+        &mut con,
+        &format!("after crash {round} ({moment:?})"),
+        exp,
+        2000,
+    );
     Crash {
         acked_items,
         commands,
@@ -291,7 +280,7 @@ fn acknowledged_adds_survive_kill_9() {
         "ok"
     );
     s.restart(&[]);
-    let n = verify(&mut s.conn(), &exp, "after a completed rewrite");
+    let n = assert_all_present(&mut s.conn(), "after a completed rewrite", &exp, 2000);
     total_checked += n;
     assert!(!s.log().contains("panicked"));
     println!(

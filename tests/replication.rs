@@ -21,9 +21,9 @@ use redis::{Connection, Value};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
 use redis_bf::bloom::Chain;
 use robust::{
-    info_field, info_u64, loadchunks, missing, raw, raw_pipe, scandump, value_error, wait_until,
+    assert_all_present, info_field, info_u64, loadchunks, raw, raw_pipe, scandump, value_error,
+    wait_until, Expected,
 };
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -287,9 +287,6 @@ fn write_full_filter(con: &mut Connection) -> Vec<Vec<u8>> {
     accepted
 }
 
-/// Expected content: key → items that must be present.
-type Expected = BTreeMap<Vec<u8>, Vec<Vec<u8>>>;
-
 fn expected(filters: Range<usize>, upto: usize, into: &mut Expected) {
     for f in filters {
         into.entry(key(f)).or_default().extend(items(f, 0..upto));
@@ -300,24 +297,6 @@ fn keys(con: &mut Connection) -> Vec<Vec<u8>> {
     let mut k: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
     k.sort();
     k
-}
-
-/// Every expected item is present on `con`; returns the number of items checked.
-fn verify_items(con: &mut Connection, who: &str, exp: &Expected) -> usize {
-    let mut checked = 0;
-    for (k, its) in exp {
-        let miss = missing(con, k, its, 4000);
-        assert!(
-            miss.is_empty(),
-            "{who}: {} of {} items of {:?} missing (first {:?})",
-            miss.len(),
-            its.len(),
-            String::from_utf8_lossy(k),
-            miss.first().map(|m| String::from_utf8_lossy(m).to_string())
-        );
-        checked += its.len();
-    }
-    checked
 }
 
 /// Same keys and byte-identical SCANDUMP walks; returns the bytes compared.
@@ -395,7 +374,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     let mut exp = Expected::new();
     expected(0..FILTERS, PHASE_A, &mut exp);
     exp.insert(b"rep:full".to_vec(), full_items.clone());
-    let checked = verify_items(&mut a.conn(), "replica A (phase A)", &exp);
+    let checked = assert_all_present(&mut a.conn(), "replica A (phase A)", &exp, 4000);
     println!("phase A: {checked} items on replica A, {:?}", t0.elapsed());
 
     // Phase B: the other half, written by another client while replica A is shut down,
@@ -482,9 +461,9 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     exp.insert(b"rep:full".to_vec(), full_items.clone());
     let mut ac = a.conn();
     let mut bc = b.conn();
-    let on_primary = verify_items(&mut pc, "primary", &exp);
-    let on_a = verify_items(&mut ac, "replica A", &exp);
-    let on_b = verify_items(&mut bc, "replica B", &exp);
+    let on_primary = assert_all_present(&mut pc, "primary", &exp, 4000);
+    let on_a = assert_all_present(&mut ac, "replica A", &exp, 4000);
+    let on_b = assert_all_present(&mut bc, "replica B", &exp, 4000);
     let bytes_a = verify_dumps(&mut pc, &mut ac, "replica A");
     let bytes_b = verify_dumps(&mut pc, &mut bc, "replica B");
     // D5: an implicitly created filter has the primary's defaults (100, 0.01) on replica A
@@ -526,8 +505,8 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     expected(0..FILTERS, PER_FILTER + PHASE_C, &mut exp_c);
     expected(FILTERS..FILTERS + NEW_FILTERS, PHASE_A, &mut exp_c);
     exp_c.insert(b"rep:full".to_vec(), full_items);
-    let on_b = verify_items(&mut bc, "promoted B", &exp_c);
-    let on_a = verify_items(&mut ac, "replica A of B", &exp_c);
+    let on_b = assert_all_present(&mut bc, "promoted B", &exp_c, 4000);
+    let on_a = assert_all_present(&mut ac, "replica A of B", &exp_c, 4000);
     let bytes = verify_dumps(&mut bc, &mut ac, "replica A of B");
     // The old primary never saw the new writes.
     let old: Vec<i64> = redis::cmd("BF.MEXISTS")

@@ -4,7 +4,11 @@
 #![allow(dead_code)]
 
 use redis::{ConnectionLike, Value};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// What must be present: key → items (acknowledged adds).
+pub type Expected = BTreeMap<Vec<u8>, Vec<Vec<u8>>>;
 
 /// xorshift64* — deterministic test data.
 #[derive(Clone)]
@@ -104,7 +108,7 @@ pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u
 }
 
 /// Asks BF.MEXISTS for `items` in batches of `batch`; returns the items answered 0.
-pub fn missing(
+fn missing(
     con: &mut impl ConnectionLike,
     key: &[u8],
     items: &[Vec<u8>],
@@ -127,6 +131,39 @@ pub fn missing(
         );
     }
     out
+}
+
+/// Asserts that BF.MEXISTS (`batch` items a call) reports every one of `items` present in `key`
+/// on `con`: no false negative. `who` names the server or the moment in the failure message.
+pub fn assert_present(
+    con: &mut impl ConnectionLike,
+    who: &str,
+    key: &[u8],
+    items: &[Vec<u8>],
+    batch: usize,
+) {
+    let miss = missing(con, key, items, batch);
+    assert!(
+        miss.is_empty(),
+        "{who}: {} of {} items of {:?} missing (first {:?})",
+        miss.len(),
+        items.len(),
+        String::from_utf8_lossy(key),
+        miss.first().map(|m| String::from_utf8_lossy(m).to_string())
+    );
+}
+
+/// [`assert_present`] for every key of `exp`; returns the number of items checked.
+pub fn assert_all_present(
+    con: &mut impl ConnectionLike,
+    who: &str,
+    exp: &Expected,
+    batch: usize,
+) -> usize {
+    for (key, items) in exp {
+        assert_present(con, who, key, items, batch);
+    }
+    exp.values().map(Vec::len).sum()
 }
 
 /// The exact wire text of a server error (what follows the `-`).
