@@ -60,16 +60,4 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(
-    config_get_set,
-    config_load_args,
-    config_bad_load_args,
-    config_max_filter_bytes,
-    notifications,
-    copy_and_digest,
-    info_section,
-    command_metadata,
-    acl,
-    generic_key_commands,
-    replication,
-);
+operability_cases::for_each_scenario!(scenarios);

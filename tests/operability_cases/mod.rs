@@ -12,6 +12,28 @@
 //! binary from an environment variable: setting it from parallel tests would be racy).
 #![allow(dead_code)]
 
+/// Calls `$m!(scenario, …)` with the name of every scenario, so that each server's test file
+/// (`operability.rs`, `valkey.rs`) declares one test per scenario without its own copy of the
+/// list.
+macro_rules! for_each_scenario {
+    ($m:ident) => {
+        $m!(
+            config_get_set,
+            config_load_args,
+            config_bad_load_args,
+            config_max_filter_bytes,
+            notifications,
+            copy_and_digest,
+            info_section,
+            command_metadata,
+            acl,
+            generic_key_commands,
+            replication,
+        );
+    };
+}
+pub(crate) use for_each_scenario;
+
 use crate::common::{free_port, module_path, raw_command};
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
