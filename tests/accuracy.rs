@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Server;
+use common::{scandump, Server};
 use redis::{ConnectionLike, Value};
 use redis_bf::bloom::chain::Chain;
 use redis_bf::bloom::dump::{apply_chunk, decode_header};
@@ -92,26 +92,14 @@ fn info(con: &mut redis::Connection, key: &str) -> (u64, u64, u64) {
 
 /// The filter as the server dumps it, rebuilt with the core.
 fn dumped_chain(con: &mut redis::Connection, key: &str) -> Chain {
-    let (next, header): (i64, Bytes) = redis::cmd("BF.SCANDUMP")
-        .arg(key)
-        .arg(0)
-        .query(con)
-        .unwrap();
-    assert_eq!(next, 1);
-    let mut chain = decode_header(&header, u64::MAX).expect("the server's header decodes");
-    let mut it = 1;
-    loop {
-        let (next, data): (i64, Bytes) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(it)
-            .query(con)
-            .unwrap();
-        if next == 0 {
-            return chain;
-        }
-        apply_chunk(&mut chain, next, &data).expect("the server's chunk applies");
-        it = next;
+    let walk = scandump(con, key.as_bytes());
+    let (first, header) = &walk[0];
+    assert_eq!(*first, 1);
+    let mut chain = decode_header(header, u64::MAX).expect("the server's header decodes");
+    for (next, data) in &walk[1..] {
+        apply_chunk(&mut chain, *next, data).expect("the server's chunk applies");
     }
+    chain
 }
 
 /// Expected false-positive rate of `chain` from the fill of each layer: 1 − Π (1 − ρᵢ^kᵢ).

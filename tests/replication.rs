@@ -16,13 +16,13 @@
 mod common;
 mod robust;
 
-use common::Server;
+use common::{scandump, Server};
 use redis::{Connection, Value};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
 use redis_bf::bloom::Chain;
 use robust::{
-    assert_all_present, info_field, info_u64, loadchunks, raw, raw_pipe, scandump, value_error,
-    wait_until, Expected,
+    assert_all_present, info_field, info_u64, loadchunks, raw, raw_pipe, value_error, wait_until,
+    Expected,
 };
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -296,3 +296,22 @@ pub fn crc64(data: &[u8]) -> u64 {
     }
     crc
 }
+
+/// The whole SCANDUMP walk of a key: `(iterator, bytes)` pairs from the header (iterator 0) to
+/// the last chunk, without the final `(0, "")` reply.
+pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut iter = 0i64;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iter)
+            .query(con)
+            .expect("BF.SCANDUMP");
+        if next == 0 {
+            return out;
+        }
+        out.push((next, data));
+        iter = next;
+    }
+}

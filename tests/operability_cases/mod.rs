@@ -34,7 +34,7 @@ macro_rules! for_each_scenario {
 }
 pub(crate) use for_each_scenario;
 
-use crate::common::{free_port, module_path, raw_command};
+use crate::common::{free_port, module_path, raw_command, scandump};
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -369,24 +369,6 @@ pub fn digest_value(c: &mut Connection, key: &str) -> String {
     let v: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", key]);
     assert_eq!(v.len(), 1);
     v[0].clone()
-}
-
-/// All SCANDUMP chunks of a filter (header first).
-pub fn scandump(c: &mut Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut iter = 0i64;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iter)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return out;
-        }
-        out.push((next, data));
-        iter = next;
-    }
 }
 
 const ALL_COMMANDS: [&str; 11] = [
@@ -1004,7 +986,7 @@ pub fn notifications(bin: &str) {
     );
 
     // LOADCHUNK: header, then each chunk.
-    let chunks = scandump(&mut c, "a");
+    let chunks = scandump(&mut c, b"a");
     assert_eq!(chunks.len(), 2, "header and one chunk");
     let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
         let _: () = redis::cmd("BF.LOADCHUNK")
@@ -1122,14 +1104,14 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(digest_value(&mut c, "twin"), src_digest);
     let src_debug = debug(&mut c, "src");
     assert_eq!(src_debug.len(), 3, "two layers: {src_debug:?}");
-    let src_dump = scandump(&mut c, "src");
+    let src_dump = scandump(&mut c, b"src");
 
     // COPY.
     assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 1);
     assert_eq!(q::<String>(&mut c, &["TYPE", "dst"]), "MBbloom--");
     assert_eq!(debug(&mut c, "dst"), src_debug);
     assert_eq!(bf_info(&mut c, "dst"), bf_info(&mut c, "src"));
-    assert_eq!(scandump(&mut c, "dst"), src_dump);
+    assert_eq!(scandump(&mut c, b"dst"), src_dump);
     assert_eq!(digest_value(&mut c, "dst"), src_digest);
     for i in &items {
         assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "dst", i]), 1);
@@ -1139,7 +1121,7 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(q::<i64>(&mut c, &["BF.ADD", "dst", &new_item]), 1);
     assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "src", &new_item]), 0);
     assert_eq!(debug(&mut c, "src"), src_debug);
-    assert_eq!(scandump(&mut c, "src"), src_dump);
+    assert_eq!(scandump(&mut c, b"src"), src_dump);
     assert_eq!(card(&mut c, "dst"), 26);
     let dst_digest = digest_value(&mut c, "dst");
     assert_ne!(dst_digest, src_digest);
@@ -1182,7 +1164,7 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(digest_value(&mut c, "rst"), src_digest);
     assert_eq!(debug(&mut c, "rst"), src_debug);
     // SCANDUMP / LOADCHUNK.
-    for (iter, data) in scandump(&mut c, "src") {
+    for (iter, data) in scandump(&mut c, b"src") {
         let _: () = redis::cmd("BF.LOADCHUNK")
             .arg("chunked")
             .arg(iter)
@@ -1289,7 +1271,7 @@ pub fn info_section(bin: &str) {
         .unwrap();
     want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
     assert_eq!(info_bf(&mut c), want);
-    for (iter, data) in scandump(&mut c, "g") {
+    for (iter, data) in scandump(&mut c, b"g") {
         let _: () = redis::cmd("BF.LOADCHUNK")
             .arg("g4")
             .arg(iter)

@@ -76,25 +76,6 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// The whole SCANDUMP walk of a key: `(iterator, bytes)` pairs from iterator 0 to the end.
-pub fn scandump(con: &mut impl ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut iter = 0i64;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iter)
-            .query(con)
-            .expect("BF.SCANDUMP");
-        if next == 0 {
-            break;
-        }
-        out.push((next, data));
-        iter = next;
-    }
-    out
-}
-
 /// Replays a SCANDUMP walk with BF.LOADCHUNK into `key`.
 pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u8>)]) {
     for (iter, data) in dump {
