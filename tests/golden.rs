@@ -12,7 +12,7 @@ use redis_bf::bloom::chain::{AddOutcome, Chain};
 use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
 use redis_bf::bloom::hash::HashPair;
 use redis_bf::bloom::rdb::{load, save, Value as RdbValue, Values};
-use redis_bf::module::commands::info::format_g;
+use redis_bf::module::commands::info::{debug_lines, format_g};
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
@@ -132,25 +132,6 @@ fn replay(commands: &[String]) -> (Chain, Vec<String>) {
         }
     }
     (chain.expect("a filter was created"), replies)
-}
-
-/// The BF.DEBUG reply lines for `chain` (§5.8).
-fn debug_lines(chain: &Chain) -> Vec<String> {
-    let mut out = vec![format!("size:{}", chain.size)];
-    let width = if chain.options & 4 != 0 { 64 } else { 32 };
-    for l in &chain.layers {
-        out.push(format!(
-            "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
-            l.data.len(),
-            l.params.bits,
-            l.params.hashes,
-            width,
-            l.params.entries,
-            l.size,
-            format_g(l.params.error)
-        ));
-    }
-    out
 }
 
 /// Every SCANDUMP reply of a full walk of `chain` as (request iter, reply iter, data).

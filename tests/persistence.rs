@@ -18,7 +18,7 @@ use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
 use redis_bf::bloom::layer::{Layer, LayerParams};
 use redis_bf::bloom::rdb::{save, Value as RdbValue, Values};
-use redis_bf::module::commands::info::format_g;
+use redis_bf::module::commands::info::debug_lines;
 
 type Bytes = Vec<u8>;
 
@@ -834,28 +834,6 @@ fn info_of(chain: &Chain) -> Value {
     ])
 }
 
-fn debug_of(chain: &Chain) -> Vec<String> {
-    let mut out = vec![format!("size:{}", chain.size)];
-    let width = if chain.options & 4 != 0 { 64 } else { 32 };
-    for l in &chain.layers {
-        out.push(format!(
-            "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
-            l.data.len(),
-            if l.params.bits != 0 {
-                l.params.bits
-            } else {
-                1 << l.params.n2
-            },
-            l.params.hashes,
-            width,
-            l.params.entries,
-            l.size,
-            format_g(l.params.error)
-        ));
-    }
-    out
-}
-
 fn check_against_model(con: &mut redis::Connection, model: &Model, label: &str) {
     for (key, chain) in &model.keys {
         let l = format!("{label} [{}]", show(key));
@@ -881,7 +859,7 @@ fn check_against_model(con: &mut redis::Connection, model: &Model, label: &str) 
             .arg(key.as_slice())
             .query(con)
             .unwrap();
-        assert_eq!(debug, debug_of(chain), "{l}: BF.DEBUG");
+        assert_eq!(debug, debug_lines(chain), "{l}: BF.DEBUG");
     }
 }
 
@@ -1176,7 +1154,7 @@ fn start_with_other_defaults(extra: &[(&str, &str)]) -> Server {
     want.add(b"x", u64::MAX).unwrap();
     assert_eq!(
         debug,
-        debug_of(&want),
+        debug_lines(&want),
         "module arguments INITIAL_SIZE 7 ERROR_RATE 0.2 not in force"
     );
     let _: i64 = redis::cmd("DEL")

@@ -89,7 +89,8 @@ pub fn bf_debug(ctx: &Context, args: &[RedisString]) -> Reply {
     )
 }
 
-/// The BF.DEBUG lines of a chain.
+/// The BF.DEBUG lines of a chain (§5.8): `size:N`, then one line per layer, oldest first.
+/// Every layer has `bits` ≠ 0 (sizing and `LayerParams::is_consistent` guarantee it).
 pub fn debug_lines(chain: &Chain) -> Vec<String> {
     let width = if chain.options & OPT_FORCE64 != 0 {
         64
@@ -99,11 +100,10 @@ pub fn debug_lines(chain: &Chain) -> Vec<String> {
     let mut lines = vec![format!("size:{}", chain.size)];
     for l in &chain.layers {
         let p = &l.params;
-        let bits = if p.bits != 0 { p.bits } else { 1u64 << p.n2 };
         lines.push(format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
             l.data.len(),
-            bits,
+            p.bits,
             p.hashes,
             width,
             p.entries,
