@@ -13,11 +13,11 @@
 mod common;
 mod robust;
 
-use common::{free_port, Server};
+use common::{free_port, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
-    assert_all_present, assert_present, info_field, raw, value_error, wait_until, Expected, Rng,
+    assert_all_present, assert_present, info_field, raw, value_error, wait_until, Expected,
 };
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};

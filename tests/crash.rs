@@ -13,11 +13,10 @@
 mod common;
 mod robust;
 
-use common::Server;
+use common::{Rng, Server};
 use redis::{Connection, ConnectionLike, Value};
 use robust::{
     assert_all_present, children_of, info_u64, kill_pid, raw, value_error, wait_until, Expected,
-    Rng,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

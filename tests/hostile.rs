@@ -26,12 +26,12 @@
 mod common;
 mod robust;
 
-use common::{crc64, scandump, Server};
+use common::{crc64, scandump, Rng, Server};
 use redis::{Connection, ConnectionLike, Value};
 use redis_bf::bloom::dump::encode_header;
 use redis_bf::bloom::layer::{Layer, LayerParams};
 use redis_bf::bloom::Chain;
-use robust::{info_u64, raw, raw_pipe, value_error, Rng};
+use robust::{info_u64, raw, raw_pipe, value_error};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{crc64, Server};
+use common::{crc64, Rng, Server};
 use redis::Value;
 use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
@@ -31,21 +31,6 @@ const OTHER_DEFAULTS: [&str; 4] = ["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"];
 
 // ------------------------------------------------------------------------------------------
 // Small utilities.
-
-/// xorshift64* — deterministic test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn bytes(&mut self, n: usize) -> Bytes {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).escape_debug().to_string()
