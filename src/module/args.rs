@@ -1,7 +1,7 @@
-//! Argument parsing with Redis' own number rules (`redisbloom-compat.md` §5.1): strict
-//! decimal integers (no `+`, no leading zeros, no spaces, must fit in i64) and `strtod`-style
-//! doubles over the whole argument (`inf`, hex floats, `.5`, `1e-3` accepted; `nan`, trailing
-//! characters, leading spaces and out-of-range values such as `1e999` rejected).
+//! Argument parsing with Redis' own number rules: strict decimal integers (no `+`, no leading
+//! zeros, no spaces, must fit in i64) and doubles read by C's `strtod` over the whole argument
+//! (`inf`, hex floats, `.5`, `1e-3` accepted; `nan`, trailing characters, leading spaces and
+//! out-of-range values such as `1e999` rejected).
 
 /// Parses a strict Redis integer (string2ll rules). Returns None when it is not one.
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
@@ -31,69 +31,38 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     Some(v)
 }
 
-/// Parses a double as Redis' `getDoubleFromObject` does (whole argument through strtod).
-/// Returns None when it is not one.
+/// Parses a double as Redis' `getDoubleFromObject` (and so RedisBloom) does: the whole argument
+/// through C's `strtod`, so decimal and hex floats (`0x1p-03`, `0X1.8P1`), `inf`/`infinity`,
+/// `.5` and subnormal values are read exactly as C reads them. Returns None when the argument
+/// is empty, starts with white space, has anything after the number (including a NUL byte), is
+/// NaN, or overflows to ±inf / underflows to zero (`ERANGE`); a subnormal result that is not
+/// zero is kept, as Redis keeps it.
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(s).ok()?;
-    let first = *s.first()?;
-    if first.is_ascii_whitespace() {
+    // C's isspace in the "C" locale: space, \t, \n, \v, \f, \r.
+    if matches!(s.first()?, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') || s.contains(&0) {
         return None;
     }
-    let unsigned = text.trim_start_matches(['+', '-']);
-    if text.len() - unsigned.len() > 1 {
-        return None;
-    }
-    let lower = unsigned.to_ascii_lowercase();
-    let value = if let Some(hex) = lower.strip_prefix("0x") {
-        parse_hex_float(hex)?
-    } else {
-        let v: f64 = unsigned.parse().ok()?;
-        // Rust's parser accepts "nan" and "infinity" like strtod; out-of-range input gives
-        // ±inf or 0 where strtod reports ERANGE, which Redis rejects.
-        let literal_inf = lower == "inf" || lower == "infinity";
-        if v.is_infinite() && !literal_inf {
-            return None;
-        }
-        if v == 0.0
-            && lower
-                .bytes()
-                .take_while(|c| *c != b'e')
-                .any(|c| (b'1'..=b'9').contains(&c))
-        {
-            return None;
-        }
-        v
-    };
-    if value.is_nan() {
-        return None;
-    }
-    Some(if first == b'-' { -value } else { value })
+    let (value, consumed, range_error) = strtod(s);
+    let out_of_range = range_error && (value.is_infinite() || value == 0.0);
+    (consumed == s.len() && !out_of_range && !value.is_nan()).then_some(value)
 }
 
-/// Parses the part of a C hex float after `0x`: hex digits, an optional `.` fraction and an
-/// optional binary exponent `p[+-]d+`.
-fn parse_hex_float(s: &str) -> Option<f64> {
-    let (mantissa, exponent) = match s.split_once('p') {
-        Some((m, e)) => (m, parse_i64(e.trim_start_matches('+').as_bytes())?),
-        None => (s, 0),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in int_part.chars() {
-        v = v * 16.0 + f64::from(c.to_digit(16)?);
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in frac_part.chars() {
-        v += f64::from(c.to_digit(16)?) * scale;
-        scale /= 16.0;
-    }
-    let exponent = i32::try_from(exponent.clamp(-4000, 4000)).ok()?;
-    let v = v * 2f64.powi(exponent);
-    (v.is_finite() && !(v == 0.0 && int_part.chars().chain(frac_part.chars()).any(|c| c != '0')))
-        .then_some(v)
+/// C's `strtod` on `s` (which must hold no NUL byte): the value, how many bytes it read, and
+/// whether it set `errno` to `ERANGE`.
+fn strtod(s: &[u8]) -> (f64, usize, bool) {
+    let mut text = Vec::with_capacity(s.len() + 1);
+    text.extend_from_slice(s);
+    text.push(0);
+    let start = text.as_ptr().cast::<std::os::raw::c_char>();
+    let mut end: *mut std::os::raw::c_char = std::ptr::null_mut();
+    errno::set_errno(errno::Errno(0));
+    // SAFETY: `text` is a NUL-terminated buffer that outlives the call; strtod only reads it up
+    // to the NUL and stores into `end` a pointer inside it (or `start` when nothing was read).
+    let value = unsafe { libc::strtod(start, &mut end) };
+    let range_error = errno::errno().0 == libc::ERANGE;
+    // SAFETY: `end` points into `text` (between `start` and its NUL), per strtod's contract.
+    let consumed = usize::try_from(unsafe { end.offset_from(start) }).unwrap_or(0);
+    (value, consumed, range_error)
 }
 
 /// Case-insensitive whole-word comparison of an argument with a keyword.
@@ -141,6 +110,7 @@ mod tests {
             ("+0.25", 0.25),
             ("-2", -2.0),
             ("inf", f64::INFINITY),
+            ("-Infinity", f64::NEG_INFINITY),
             ("0x1p-7", 0.0078125),
             ("0X1.8P1", 3.0),
             ("1e-310", 1e-310),
@@ -148,9 +118,44 @@ mod tests {
             assert_eq!(parse_f64(s.as_bytes()), Some(v), "{s}");
         }
         for s in [
-            "", "nan", "abc", " 1", "1 ", "1e999", "1e-400", "0.01x", "--1", "0x",
+            "", "nan", "abc", " 1", "1 ", "1e999", "1e-400", "0.01x", "--1", "0x", "\t1", "1\0",
         ] {
-            assert_eq!(parse_f64(s.as_bytes()), None, "{s}");
+            assert_eq!(parse_f64(s.as_bytes()), None, "{s:?}");
+        }
+    }
+
+    /// Cases where a hand-written reader differs from C's strtod: exponents with leading
+    /// zeros, a sign after the exponent sign, rounding of long hex mantissas, subnormal hex
+    /// values, a vertical tab.
+    #[test]
+    fn doubles_as_strtod() {
+        let accepted: [(&str, f64); 8] = [
+            ("0x1p-03", 0.125),
+            ("0x1P+003", 8.0),
+            ("1e-03", 0.001),
+            ("0x1.000000000000080001p0", 1.0 + f64::EPSILON),
+            ("0x2p-1075", f64::from_bits(1)),
+            ("0x1.8p-1074", f64::from_bits(2)),
+            ("0x100000p-1094", f64::from_bits(1)),
+            ("0x1p-1074", f64::from_bits(1)),
+        ];
+        for (s, v) in accepted {
+            assert_eq!(
+                parse_f64(s.as_bytes()).map(f64::to_bits),
+                Some(v.to_bits()),
+                "{s}"
+            );
+        }
+        for s in [
+            "0x1p+-3",
+            "0x1p-+3",
+            "0x1p--3",
+            "0x1p-1075",
+            "0x1p1024",
+            "\x0b1",
+            "0x1p",
+        ] {
+            assert_eq!(parse_f64(s.as_bytes()), None, "{s:?}");
         }
     }
 }

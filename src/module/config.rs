@@ -1,6 +1,7 @@
-//! Module configs (DECISIONS.md D4), readable and settable at runtime with
-//! `CONFIG GET/SET bf.<name>` (Redis ≥ 7.0), and also accepted as `loadmodule` arguments
-//! together with RedisBloom's legacy `INITIAL_SIZE` / `ERROR_RATE` (`redisbloom-compat.md` §6):
+//! Module configs, readable and settable at runtime with `CONFIG GET/SET bf.<name>` (Redis ≥ 7.0),
+//! settable in the server's config file (`bf.<name> value`) or with
+//! `MODULE LOADEX path CONFIG bf.<name> value`, and also accepted as `loadmodule` arguments
+//! together with RedisBloom's `INITIAL_SIZE` / `ERROR_RATE` / `CF_MAX_EXPANSIONS`:
 //!
 //! | config | default | range | meaning |
 //! |---|---|---|---|
@@ -10,10 +11,17 @@
 //! | `bf.max-filter-bytes` | 0 | ≥ 0 | largest total bit-array size of one filter, in bytes; 0 = no limit |
 //!
 //! Implicitly created filters use the values in force when they are created.
+//!
+//! An invalid value never takes effect: `CONFIG SET` answers an error; in the config file or
+//! `MODULE LOADEX … CONFIG` the module refuses to load (see [`register`]), so the server exits at
+//! start-up with the reason in its log, or `MODULE LOADEX` answers an error and the server runs on.
 
 use super::args::{parse_f64, parse_i64};
-use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{RedisError, RedisString};
+use redis_module::configuration::{
+    register_i64_configuration, register_string_configuration, ConfigurationContext,
+    ConfigurationFlags, ConfigurationValue,
+};
+use redis_module::{raw, Context, RedisError, RedisString};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// Default capacity of implicitly created filters.
@@ -42,7 +50,13 @@ impl ErrorRate {
         f64::from_bits(self.0.load(Ordering::Relaxed))
     }
 
-    /// Validates and stores `text`. Errors: the message for CONFIG SET / the load log.
+    /// The current value as `CONFIG GET` prints it: the shortest decimal text that reads back to
+    /// the same double (`0.01`, `1e-300`).
+    pub fn text(&self) -> String {
+        format!("{:?}", self.get())
+    }
+
+    /// Validates and stores `text` (read as C's strtod reads it, see [`parse_f64`]). Errors: the message for CONFIG SET / the load log.
     pub fn set_from(&self, text: &[u8]) -> Result<(), String> {
         let v = parse_f64(text).ok_or("error rate must be a number")?;
         if !(v > 0.0 && v < 1.0) {
@@ -55,7 +69,7 @@ impl ErrorRate {
 
 impl ConfigurationValue<RedisString> for ErrorRate {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        RedisString::create(None, format!("{}", ErrorRate::get(self)).as_str())
+        RedisString::create(None, ErrorRate::text(self).as_str())
     }
     fn set(&self, _ctx: &ConfigurationContext, val: RedisString) -> Result<(), RedisError> {
         self.set_from(val.as_slice()).map_err(RedisError::String)
@@ -96,47 +110,161 @@ fn parse_int(name: &str, value: &[u8], min: i64, max: i64) -> Result<i64, String
     Ok(v)
 }
 
-/// Applies `loadmodule` arguments: `NAME VALUE` pairs, names case-insensitive: `bf.error-rate`
-/// or `error-rate` or `ERROR_RATE`, `bf.initial-size` / `initial-size` / `INITIAL_SIZE`,
-/// `bf.expansion-factor` / `expansion-factor`, `bf.max-filter-bytes` / `max-filter-bytes`.
+/// Registers the four configs with the server, then has it apply the values given for them in
+/// the config file or in `MODULE LOADEX … CONFIG` (`RedisModule_LoadConfigs`); must run during
+/// `OnLoad`. A server without module configs (before Redis 7.0) gets none, and load arguments
+/// still work.
 ///
-/// Errors: the message to log when an argument is unknown, unpaired or out of range (the
-/// module then refuses to load).
-pub fn apply_load_args(args: &[&[u8]]) -> Result<(), String> {
+/// Errors: a value was refused (the server has logged which and why); the module must then
+/// fail to load. This is checked here because servers differ when a module ignores it:
+/// Redis 7.0 refuses to start, Redis 7.4 and Valkey unload the module and crash.
+pub fn register(ctx: &Context) -> Result<(), String> {
+    // SAFETY: reading function pointers the server filled in during RedisModule_Init.
+    let (numeric, string, load) = unsafe {
+        (
+            raw::RedisModule_RegisterNumericConfig,
+            raw::RedisModule_RegisterStringConfig,
+            raw::RedisModule_LoadConfigs,
+        )
+    };
+    let Some(load) = load.filter(|_| numeric.is_some() && string.is_some()) else {
+        ctx.log_warning("redis-bf: this server has no module configs; bf.* configs unavailable");
+        return Ok(());
+    };
+    let int_configs: [(&str, &'static AtomicI64, i64, i64, i64); 3] = [
+        (
+            "initial-size",
+            &INITIAL_SIZE,
+            DEFAULT_INITIAL_SIZE,
+            1,
+            i64::MAX,
+        ),
+        (
+            "expansion-factor",
+            &EXPANSION_FACTOR,
+            DEFAULT_EXPANSION_FACTOR,
+            0,
+            i64::from(u32::MAX),
+        ),
+        ("max-filter-bytes", &MAX_FILTER_BYTES, 0, 0, i64::MAX),
+    ];
+    for (name, var, default, min, max) in int_configs {
+        let flags = ConfigurationFlags::DEFAULT;
+        register_i64_configuration(ctx, name, var, default, min, max, flags, None);
+    }
+    let flags = ConfigurationFlags::DEFAULT;
+    register_string_configuration(ctx, "error-rate", &ERROR_RATE, "0.01", flags, None);
+    // SAFETY: called during OnLoad with the module's context, after every config is registered.
+    if unsafe { load(ctx.get_raw()) } == raw::REDISMODULE_OK as i32 {
+        Ok(())
+    } else {
+        Err("invalid bf.* config value (see the line above); module not loaded".into())
+    }
+}
+
+/// What a `loadmodule` argument name means here.
+enum LoadArg {
+    /// A config of this module: the index in [`CONFIG_NAMES`].
+    Config(usize),
+    /// A RedisBloom argument for its other types: accepted when its value is an integer ≥ `min`,
+    /// then ignored (logged).
+    Ignored { min: i64 },
+}
+
+/// The configs that `loadmodule` arguments may set, by their unprefixed names.
+const CONFIG_NAMES: [&str; 4] = [
+    "initial-size",
+    "error-rate",
+    "expansion-factor",
+    "max-filter-bytes",
+];
+
+/// Classifies an argument name: case-insensitive, `_` and `-` alike, an optional `bf.` / `bf-`
+/// prefix; RedisBloom 2.8's `CF_MAX_EXPANSIONS` and the newer `cf-*` names are accepted and
+/// ignored (this module has no cuckoo filters). RedisBloom has no count-min or top-k load
+/// arguments.
+fn classify(name: &[u8]) -> Option<LoadArg> {
+    let name = String::from_utf8_lossy(name)
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let short = name
+        .strip_prefix("bf.")
+        .or_else(|| name.strip_prefix("bf-"))
+        .unwrap_or(&name);
+    if let Some(i) = CONFIG_NAMES.iter().position(|c| *c == short) {
+        return Some(LoadArg::Config(i));
+    }
+    match name.as_str() {
+        "cf-max-expansions" | "cf-bucket-size" | "cf-initial-size" | "cf-max-iterations" => {
+            Some(LoadArg::Ignored { min: 1 })
+        }
+        "cf-expansion-factor" => Some(LoadArg::Ignored { min: 0 }),
+        _ => None,
+    }
+}
+
+/// Applies `loadmodule` arguments: `NAME VALUE` pairs (see [`classify`] for the names):
+/// `ERROR_RATE` / `error-rate` / `bf.error-rate` / `bf-error-rate`, the same forms of
+/// `initial-size`, `expansion-factor` and `max-filter-bytes`, and RedisBloom's cuckoo-filter
+/// arguments, which are checked and ignored. They are applied after the config file's `bf.*`
+/// values, so they win.
+///
+/// Returns the lines to log for ignored arguments. Errors: the message to log when an argument
+/// is unknown, unpaired or has a malformed or out-of-range value (the module then refuses to
+/// load); nothing is applied then.
+pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
     // A single empty argument counts as none (as RedisBloom).
     let args: Vec<&[u8]> = args.iter().copied().filter(|a| !a.is_empty()).collect();
     if args.len() % 2 != 0 {
         return Err("Invalid number of arguments passed".into());
     }
+    // Check everything first so that a refused line changes nothing.
+    let mut ints = [None::<i64>; 4];
+    let mut rate = None::<f64>;
+    let mut notes = Vec::new();
     for pair in args.chunks(2) {
-        let name = String::from_utf8_lossy(pair[0]).to_ascii_lowercase();
-        let name = name.strip_prefix("bf.").unwrap_or(&name).replace('_', "-");
+        let shown = String::from_utf8_lossy(pair[0]);
         let value = pair[1];
-        match name.as_str() {
-            "initial-size" => {
-                let v = parse_int("initial-size", value, 1, i64::MAX)?;
-                INITIAL_SIZE.store(v, Ordering::Relaxed);
+        match classify(pair[0]) {
+            Some(LoadArg::Config(1)) => {
+                let probe = ErrorRate(AtomicU64::new(0));
+                probe
+                    .set_from(value)
+                    .map_err(|e| format!("'{shown}': {e}"))?;
+                rate = Some(probe.get());
             }
-            "error-rate" => ERROR_RATE
-                .set_from(value)
-                .map_err(|e| format!("'error-rate': {e}"))?,
-            "expansion-factor" => {
-                let v = parse_int("expansion-factor", value, 0, i64::from(u32::MAX))?;
-                EXPANSION_FACTOR.store(v, Ordering::Relaxed);
+            Some(LoadArg::Config(i)) => {
+                let (min, max) = match i {
+                    0 => (1, i64::MAX),
+                    2 => (0, i64::from(u32::MAX)),
+                    _ => (0, i64::MAX),
+                };
+                ints[i] = Some(parse_int(&shown, value, min, max)?);
             }
-            "max-filter-bytes" => {
-                let v = parse_int("max-filter-bytes", value, 0, i64::MAX)?;
-                MAX_FILTER_BYTES.store(v, Ordering::Relaxed);
+            Some(LoadArg::Ignored { min }) => {
+                parse_int(&shown, value, min, i64::MAX)?;
+                notes.push(format!(
+                    "load argument '{shown} {}' ignored: this module has Bloom filters only",
+                    String::from_utf8_lossy(value)
+                ));
             }
-            _ => {
-                return Err(format!(
-                    "Unrecognized option '{}'",
-                    String::from_utf8_lossy(pair[0])
-                ))
-            }
+            None => return Err(format!("Unrecognized option '{shown}'")),
         }
     }
-    Ok(())
+    let vars = [
+        (0, &INITIAL_SIZE),
+        (2, &EXPANSION_FACTOR),
+        (3, &MAX_FILTER_BYTES),
+    ];
+    for (i, var) in vars {
+        if let Some(v) = ints[i] {
+            var.store(v, Ordering::Relaxed);
+        }
+    }
+    if let Some(v) = rate {
+        ERROR_RATE.0.store(v.to_bits(), Ordering::Relaxed);
+    }
+    Ok(notes)
 }
 
 #[cfg(test)]
@@ -162,6 +290,25 @@ mod tests {
         assert!(apply_load_args(&[b"ERROR_RATE", b"1"]).is_err());
         assert!(apply_load_args(&[b"bogus", b"1"]).is_err());
         assert!(apply_load_args(&[b"bf.expansion-factor", b"-1"]).is_err());
-        assert!(apply_load_args(&[b""]).is_ok());
+        assert!(apply_load_args(&[b"CF_MAX_EXPANSIONS", b"0"]).is_err());
+        assert!(apply_load_args(&[b"CF_MAX_EXPANSIONS", b"x"]).is_err());
+        assert!(apply_load_args(&[b"cms-width", b"10"]).is_err());
+        assert_eq!(apply_load_args(&[b""]), Ok(vec![]));
+    }
+
+    #[test]
+    fn error_rate_text_is_shortest() {
+        let e = ErrorRate(AtomicU64::new(0.01f64.to_bits()));
+        for (input, shown) in [
+            ("0.01", "0.01"),
+            ("1e-300", "1e-300"),
+            ("0x1p-03", "0.125"),
+            ("0x2p-1075", "5e-324"),
+            ("0.1000000000000000055511151231257827", "0.1"),
+        ] {
+            e.set_from(input.as_bytes()).unwrap();
+            assert_eq!(e.text(), shown, "{input}");
+            assert_eq!(parse_f64(shown.as_bytes()), Some(e.get()));
+        }
     }
 }

@@ -13,7 +13,6 @@ pub mod stats;
 
 use bloom_type::BLOOM_TYPE;
 use commands::{add, dump, exists, info, reserve};
-use redis_module::configuration::ConfigurationFlags;
 use redis_module::{
     raw, redis_module, AclCategory, Context, ModuleOptions, RedisResult, RedisString, RedisValue,
     Status,
@@ -61,10 +60,20 @@ commands! {
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
-    let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-    if let Err(msg) = config::apply_load_args(&raw) {
+    // Configs first (the config file's or LOADEX's values), then the load arguments, which win.
+    if let Err(msg) = config::register(ctx) {
         ctx.log_warning(&format!("redis-bf: {msg}"));
         return Status::Err;
+    }
+    let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    match config::apply_load_args(&raw) {
+        Ok(notes) => notes
+            .iter()
+            .for_each(|n| ctx.log_notice(&format!("redis-bf: {n}"))),
+        Err(msg) => {
+            ctx.log_warning(&format!("redis-bf: {msg}"));
+            return Status::Err;
+        }
     }
     command_info::register(ctx);
     // SAFETY: RegisterInfoFunc exists since Redis 6.0; it replaces the crate's default
@@ -99,17 +108,6 @@ redis_module! {
         ["bf.scandump", cmd_scandump, "readonly fast", 1, 1, 1, "", "read bloom"],
         ["bf.loadchunk", cmd_loadchunk, "write deny-oom", 1, 1, 1, "", "write bloom"],
     ],
-    configurations: [
-        i64: [
-            ["initial-size", &config::INITIAL_SIZE, config::DEFAULT_INITIAL_SIZE, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
-            ["expansion-factor", &config::EXPANSION_FACTOR, config::DEFAULT_EXPANSION_FACTOR, 0, u32::MAX as i64, ConfigurationFlags::DEFAULT, None],
-            ["max-filter-bytes", &config::MAX_FILTER_BYTES, 0, 0, i64::MAX, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [
-            ["error-rate", &config::ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],
-        ],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: false,
-    ]
+    // The bf.* configs are registered in `init` (config::register), not here: the crate's
+    // `configurations` ignores RedisModule_LoadConfigs failing, which crashes Redis 7.4 / Valkey.
 }
