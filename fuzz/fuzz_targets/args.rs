@@ -1,7 +1,8 @@
 //! The module's number parsers (`redis_bf::module::args`): no panic on any bytes; an accepted
 //! integer is exactly its canonical decimal text (Redis' string2ll rules); every i64 and every
 //! non-NaN f64 printed the way the module prints it (D5 replicates implicit creations with
-//! `format!("{}", error)`) parses back to the same value.
+//! `format!("{}", error)`, and `CONFIG GET bf.error-rate` with `format!("{:?}", rate)`) parses
+//! back to the same value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
         let text = format!("{v}");
         let back = parse_f64(text.as_bytes()).expect("printed double parses");
         assert_eq!(back.to_bits(), v.to_bits(), "double round trip via {text}");
+        let short = format!("{v:?}");
+        let back = parse_f64(short.as_bytes()).expect("shortest double parses");
+        assert_eq!(back.to_bits(), v.to_bits(), "double round trip via {short}");
     }
     let _ = is_keyword(data, "NONSCALING");
     if data.len() >= 8 {

@@ -164,20 +164,14 @@ pub fn register(ctx: &Context) -> Result<(), String> {
 
 /// What a `loadmodule` argument name means here.
 enum LoadArg {
-    /// A config of this module: the index in [`CONFIG_NAMES`].
-    Config(usize),
-    /// A RedisBloom argument for its other types: accepted when its value is an integer ≥ `min`,
-    /// then ignored (logged).
-    Ignored { min: i64 },
+    /// An integer config: its variable and range.
+    Int(&'static AtomicI64, i64, i64),
+    /// `error-rate`.
+    ErrorRate,
+    /// A RedisBloom argument for its other types: accepted when its value is an integer ≥ the
+    /// bound, then ignored (logged).
+    Ignored(i64),
 }
-
-/// The configs that `loadmodule` arguments may set, by their unprefixed names.
-const CONFIG_NAMES: [&str; 4] = [
-    "initial-size",
-    "error-rate",
-    "expansion-factor",
-    "max-filter-bytes",
-];
 
 /// Classifies an argument name: case-insensitive, `_` and `-` alike, an optional `bf.` / `bf-`
 /// prefix; RedisBloom 2.8's `CF_MAX_EXPANSIONS` and the newer `cf-*` names are accepted and
@@ -191,19 +185,21 @@ fn classify(name: &[u8]) -> Option<LoadArg> {
         .strip_prefix("bf.")
         .or_else(|| name.strip_prefix("bf-"))
         .unwrap_or(&name);
-    if let Some(i) = CONFIG_NAMES.iter().position(|c| *c == short) {
-        return Some(LoadArg::Config(i));
-    }
-    match name.as_str() {
+    Some(match short {
+        "initial-size" => LoadArg::Int(&INITIAL_SIZE, 1, i64::MAX),
+        "expansion-factor" => LoadArg::Int(&EXPANSION_FACTOR, 0, i64::from(u32::MAX)),
+        "max-filter-bytes" => LoadArg::Int(&MAX_FILTER_BYTES, 0, i64::MAX),
+        "error-rate" => LoadArg::ErrorRate,
         "cf-max-expansions" | "cf-bucket-size" | "cf-initial-size" | "cf-max-iterations" => {
-            Some(LoadArg::Ignored { min: 1 })
+            LoadArg::Ignored(1)
         }
-        "cf-expansion-factor" => Some(LoadArg::Ignored { min: 0 }),
-        _ => None,
-    }
+        "cf-expansion-factor" => LoadArg::Ignored(0),
+        _ => return None,
+    })
 }
 
-/// Applies `loadmodule` arguments: `NAME VALUE` pairs (see [`classify`] for the names):
+/// Applies `loadmodule` arguments: `NAME VALUE` pairs, names case-insensitive with `_` and `-`
+/// alike:
 /// `ERROR_RATE` / `error-rate` / `bf.error-rate` / `bf-error-rate`, the same forms of
 /// `initial-size`, `expansion-factor` and `max-filter-bytes`, and RedisBloom's cuckoo-filter
 /// arguments, which are checked and ignored. They are applied after the config file's `bf.*`
@@ -219,29 +215,24 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
         return Err("Invalid number of arguments passed".into());
     }
     // Check everything first so that a refused line changes nothing.
-    let mut ints = [None::<i64>; 4];
+    let mut ints: Vec<(&'static AtomicI64, i64)> = Vec::new();
     let mut rate = None::<f64>;
     let mut notes = Vec::new();
     for pair in args.chunks(2) {
         let shown = String::from_utf8_lossy(pair[0]);
         let value = pair[1];
         match classify(pair[0]) {
-            Some(LoadArg::Config(1)) => {
+            Some(LoadArg::ErrorRate) => {
                 let probe = ErrorRate(AtomicU64::new(0));
                 probe
                     .set_from(value)
                     .map_err(|e| format!("'{shown}': {e}"))?;
                 rate = Some(probe.get());
             }
-            Some(LoadArg::Config(i)) => {
-                let (min, max) = match i {
-                    0 => (1, i64::MAX),
-                    2 => (0, i64::from(u32::MAX)),
-                    _ => (0, i64::MAX),
-                };
-                ints[i] = Some(parse_int(&shown, value, min, max)?);
+            Some(LoadArg::Int(var, min, max)) => {
+                ints.push((var, parse_int(&shown, value, min, max)?))
             }
-            Some(LoadArg::Ignored { min }) => {
+            Some(LoadArg::Ignored(min)) => {
                 parse_int(&shown, value, min, i64::MAX)?;
                 notes.push(format!(
                     "load argument '{shown} {}' ignored: this module has Bloom filters only",
@@ -251,15 +242,8 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
             None => return Err(format!("Unrecognized option '{shown}'")),
         }
     }
-    let vars = [
-        (0, &INITIAL_SIZE),
-        (2, &EXPANSION_FACTOR),
-        (3, &MAX_FILTER_BYTES),
-    ];
-    for (i, var) in vars {
-        if let Some(v) = ints[i] {
-            var.store(v, Ordering::Relaxed);
-        }
+    for (var, v) in ints {
+        var.store(v, Ordering::Relaxed);
     }
     if let Some(v) = rate {
         ERROR_RATE.0.store(v.to_bits(), Ordering::Relaxed);
