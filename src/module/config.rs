@@ -177,7 +177,7 @@ enum LoadArg {
 /// prefix; RedisBloom 2.8's `CF_MAX_EXPANSIONS` and the newer `cf-*` names are accepted and
 /// ignored (this module has no cuckoo filters). RedisBloom has no count-min or top-k load
 /// arguments.
-fn classify(name: &[u8]) -> Option<LoadArg> {
+fn classify(name: &[u8]) -> Option<(LoadArg, String)> {
     let name = String::from_utf8_lossy(name)
         .to_ascii_lowercase()
         .replace('_', "-");
@@ -185,7 +185,7 @@ fn classify(name: &[u8]) -> Option<LoadArg> {
         .strip_prefix("bf.")
         .or_else(|| name.strip_prefix("bf-"))
         .unwrap_or(&name);
-    Some(match short {
+    let arg = match short {
         "initial-size" => LoadArg::Int(&INITIAL_SIZE, 1, i64::MAX),
         "expansion-factor" => LoadArg::Int(&EXPANSION_FACTOR, 0, i64::from(u32::MAX)),
         "max-filter-bytes" => LoadArg::Int(&MAX_FILTER_BYTES, 0, i64::MAX),
@@ -195,7 +195,8 @@ fn classify(name: &[u8]) -> Option<LoadArg> {
         }
         "cf-expansion-factor" => LoadArg::Ignored(0),
         _ => return None,
-    })
+    };
+    Some((arg, short.to_string()))
 }
 
 /// Applies `loadmodule` arguments: `NAME VALUE` pairs, names case-insensitive with `_` and `-`
@@ -222,18 +223,18 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
         let shown = String::from_utf8_lossy(pair[0]);
         let value = pair[1];
         match classify(pair[0]) {
-            Some(LoadArg::ErrorRate) => {
+            Some((LoadArg::ErrorRate, name)) => {
                 let probe = ErrorRate(AtomicU64::new(0));
                 probe
                     .set_from(value)
-                    .map_err(|e| format!("'{shown}': {e}"))?;
+                    .map_err(|e| format!("'{name}': {e}"))?;
                 rate = Some(probe.get());
             }
-            Some(LoadArg::Int(var, min, max)) => {
-                ints.push((var, parse_int(&shown, value, min, max)?))
+            Some((LoadArg::Int(var, min, max), name)) => {
+                ints.push((var, parse_int(&name, value, min, max)?))
             }
-            Some(LoadArg::Ignored(min)) => {
-                parse_int(&shown, value, min, i64::MAX)?;
+            Some((LoadArg::Ignored(min), name)) => {
+                parse_int(&name, value, min, i64::MAX)?;
                 notes.push(format!(
                     "load argument '{shown} {}' ignored: this module has Bloom filters only",
                     String::from_utf8_lossy(value)
