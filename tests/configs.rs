@@ -354,6 +354,21 @@ fn loadex(bin: &str) {
             p.log()
         );
     }
+    // Malformed load arguments after valid configs: refused the same way.
+    for args in BAD_LOAD_LINES {
+        let what = format!("{bin}: MODULE LOADEX … ARGS {}", args.join(" "));
+        let r: redis::RedisResult<String> = redis::cmd("MODULE")
+            .arg("LOADEX")
+            .arg(module())
+            .arg("CONFIG")
+            .arg("bf.initial-size")
+            .arg("5")
+            .arg("ARGS")
+            .arg(*args)
+            .query(&mut con);
+        assert!(r.is_err(), "{what}: {r:?}");
+        assert!(p.running().is_some(), "{what}: server died\n{}", p.log());
+    }
     let _: () = redis::cmd("MODULE")
         .arg("LOADEX")
         .arg(module())
