@@ -350,8 +350,24 @@ class BloomFilter:
             nw = n >> 3
             tail = n & 7
             t = int.from_bytes(data[n - tail :], "little") if tail else 0
-            ha = _SEED64 ^ ((n * m) & mask)
-            if nw:
+            nm = (n * m) & mask
+            ha = _SEED64 ^ nm
+            if nw == 0:
+                ks = ()
+            elif nw == 1:
+                (k,) = _unpacker(1)(data)
+                k = (k * m) & mask
+                ks = ((((k ^ (k >> 47)) * m) & mask),)
+                ha = ((ha ^ ks[0]) * m) & mask
+            elif nw == 2:
+                k, k2 = _unpacker(2)(data)
+                k = (k * m) & mask
+                k = ((k ^ (k >> 47)) * m) & mask
+                k2 = (k2 * m) & mask
+                k2 = ((k2 ^ (k2 >> 47)) * m) & mask
+                ks = (k, k2)
+                ha = ((((ha ^ k) * m) & mask ^ k2) * m) & mask
+            else:
                 ks = [
                     (((km := (k * m) & mask) ^ (km >> 47)) * m) & mask
                     for k in _unpacker(nw)(data)
@@ -362,10 +378,9 @@ class BloomFilter:
                 ha = ((ha ^ t) * m) & mask
             ha = ((ha ^ (ha >> 47)) * m) & mask
             a = ha ^ (ha >> 47)
-            hb = a ^ ((n * m) & mask)
-            if nw:
-                for k in ks:
-                    hb = ((hb ^ k) * m) & mask
+            hb = a ^ nm
+            for k in ks:
+                hb = ((hb ^ k) * m) & mask
             if tail:
                 hb = ((hb ^ t) * m) & mask
             hb = ((hb ^ (hb >> 47)) * m) & mask
