@@ -85,7 +85,8 @@ async function main() {
   const responses = [];
   page.on('request', (r) => requests.push(new URL(r.url()).pathname));
   page.on('response', (r) => responses.push([new URL(r.url()).pathname, r.status()]));
-  page.on('pageerror', (e) => { throw e; });
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
   const checks = () => requests.filter((p) => p === '/api/check').length;
   const filterFetches = () => responses.filter(([p]) => p === '/api/filter');
 
@@ -145,6 +146,7 @@ async function main() {
   await page.evaluate(() => window.signupPage.loadFilter());
   assert.deepEqual(filterFetches().map(([, s]) => s), [200, 200, 304]);
 
+  assert.deepEqual(pageErrors, []);
   console.log(`ok: free "${freeName}" with no request, "alice" taken, false positive "${fpName}" free after 1 check, sign-up refetch + 304`);
 }
 
