@@ -86,3 +86,41 @@ test('RedisBloom fixture keys: items present, recorded false positives exactly',
   }
   assert.equal(checked, 10);
 });
+
+test('every modulo strategy agrees with exact BigInt arithmetic', () => {
+  // One-layer headers: exact-size layers just above 2^21 and 2^22 bits (float quotient), a small
+  // one (small-modulus path) and power-of-two layers (mask path); bit arrays 90% ones so most
+  // probes test every position.
+  const shapes = [[4_198_400, 0], [2_097_216, 0], [1_152, 0], [1 << 20, 20], [1 << 14, 14], [64, 3]];
+  let seed = 12345;
+  const rnd = () => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) / 4294967296; };
+  for (const [bits, n2] of shapes) {
+    const bpe = 9.585058377367446;
+    const h = new DataView(new ArrayBuffer(73));
+    h.setUint32(8, 1, true);
+    h.setUint32(12, n2 ? 4 : 5, true);
+    h.setUint32(16, 2, true);
+    h.setBigUint64(20, BigInt(bits / 8), true);
+    h.setBigUint64(28, BigInt(bits), true);
+    h.setFloat64(44, 0.01, true);
+    h.setFloat64(52, bpe, true);
+    h.setUint32(60, 7, true);
+    h.setBigUint64(64, 1000n, true);
+    h.setUint8(72, n2);
+    const data = new Uint8Array(bits / 8);
+    for (let i = 0; i < data.length; i++) for (let b = 0; b < 8; b++) if (rnd() < 0.9) data[i] |= 1 << b;
+    const fast = BloomFilter.fromScandump([[1, new Uint8Array(h.buffer)], [1 + data.length, data]]);
+    const exact = BloomFilter.fromScandump([[1, new Uint8Array(h.buffer)], [1 + data.length, data]]);
+    for (const l of exact.layers) {
+      l.kind = 3;
+      l.bigM = BigInt(l.m);
+    }
+    let present = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const item = `probe:${bits}:${i}`;
+      assert.equal(fast.has(item), exact.has(item), `${bits} bits, n2 ${n2}, ${item}`);
+      present += fast.has(item);
+    }
+    assert.ok(present > 5_000 && present < 15_000, `${present} present`);
+  }
+});
