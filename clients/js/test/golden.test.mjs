@@ -122,5 +122,12 @@ test('every modulo strategy agrees with exact BigInt arithmetic', () => {
       present += fast.has(item);
     }
     assert.ok(present > 5_000 && present < 15_000, `${present} present`);
+    // All ones: every item must be present, i.e. every position computed is inside the array
+    // (a position off by ±M, the float path's correction, would fall outside and read as 0).
+    const ones = new Uint8Array(bits / 8).fill(0xff);
+    const full = BloomFilter.fromScandump([[1, new Uint8Array(h.buffer)], [1 + ones.length, ones]]);
+    let missing = 0;
+    for (let i = 0; i < 300_000; i++) if (!full.has(`ones:${i}`)) missing++;
+    assert.equal(missing, 0, `${bits} bits, n2 ${n2}`);
   }
 });
