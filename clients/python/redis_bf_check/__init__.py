@@ -202,7 +202,7 @@ class BloomFilter:
         self.growth = growth
         self.layers = layers
         self._legacy32 = not (options & OPT_FORCE64)
-        self._checks: List[Tuple[int, int, bytes]] = []
+        self._checks: List[Tuple[int, range, bytes]] = []
 
     # -- decoding ------------------------------------------------------------------------------
 
@@ -387,15 +387,19 @@ class BloomFilter:
             b = hb ^ (hb >> 47)
         checks = self._checks
         if not checks:
-            checks = self._checks = [(l.modulus, l.hashes, bytes(l.data)) for l in reversed(self.layers)]
+            # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits).
+            checks = self._checks = [
+                (layer.modulus, range(layer.hashes - 1), bytes(layer.data))
+                for layer in reversed(self.layers)
+            ]
         mask = _MASK64
-        for modulus, k, bits in checks:
+        for modulus, rest, bits in checks:
             # Most absent items are rejected by the first position: test it before the loop.
             p = a % modulus
             if not (bits[p >> 3] >> (p & 7)) & 1:
                 continue
             x = a
-            for _ in range(k - 1):
+            for _ in rest:
                 x = (x + b) & mask
                 p = x % modulus
                 if not (bits[p >> 3] >> (p & 7)) & 1:
