@@ -1,5 +1,6 @@
 //! Answer membership questions locally: download a filter once with `BF.SCANDUMP`, rebuild it
-//! with the crate's pure core (`redis_bf::bloom::dump::{decode_header, apply_chunk}`), and ask
+//! with the pure core crate `redis_bf_core` (`dump::{decode_header, apply_chunk}`; no Redis
+//! dependency, one `[dependencies]` line, see core/README.md), and ask
 //! `Chain::contains` instead of the server, e.g. in a batch job or an edge service that must not
 //! make a round trip per item.
 //!
@@ -17,8 +18,8 @@ use common::redis_url;
 use std::error::Error;
 use std::time::Instant;
 
-use redis_bf::bloom::dump::{apply_chunk, decode_header};
-use redis_bf::bloom::Chain;
+use redis_bf_core::dump::{apply_chunk, decode_header};
+use redis_bf_core::Chain;
 
 const KEY: &str = "local:check";
 const ITEMS: usize = 50_000;

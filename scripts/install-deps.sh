@@ -10,6 +10,7 @@
 #                                   redis-module crate builds (falls back to libclang-dev)
 #   python3                         runs the shared test cases
 #   python3-venv, nodejs, npm       the redis-py and node-redis client tests
+#   chromium                        the browser test of examples/web (headless)
 #   build-essential                 only when there is no C compiler (cc)
 # A Rust toolchain is not installed here: get one from rustup.
 set -euo pipefail
@@ -54,6 +55,8 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The sign-up example's browser test (examples/web) drives Debian's headless Chromium.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 
 if [ "${#missing[@]}" -eq 0 ] && [ "$need_libclang" -eq 0 ]; then

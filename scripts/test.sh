@@ -13,6 +13,11 @@ cargo test --release --workspace --no-fail-fast
 # use and starts its own server): redis-py in RESP2 and RESP3, node-redis.
 clients/python/run.sh
 clients/node/run.sh
+# The local checkers (JavaScript, Python) against recorded data and a live server, and the
+# sign-up page in headless Chromium.
+clients/js/run.sh
+clients/python/check_run.sh
+examples/web/run.sh
 # Coverage-guided fuzzing of every decoder, bounded (15 s a target); longer runs:
 # scripts/fuzz.sh 600. cargo-fuzz is installed by .ci/run (or by scripts/fuzz.sh itself).
 if cargo fuzz --version >/dev/null 2>&1; then

@@ -49,3 +49,8 @@ pub mod rdb;
 
 pub use chain::{AddError, AddOutcome, Chain};
 pub use hash::HashPair;
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

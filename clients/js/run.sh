@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Test the JavaScript checker: golden vectors, RedisBloom fixture walks, hostile input, and
+# identity with BF.MEXISTS on a live server (started and stopped by the tests; no npm packages
+# needed). Builds the module if it is missing.
+#   BF_MODULE=/path/to/libredis_bf.so clients/js/run.sh
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ -n "${BF_MODULE:-}" ]; then
+  BF_MODULE="$(realpath "$BF_MODULE")"
+  export BF_MODULE
+fi
+if [ -z "${BF_MODULE:-}" ] && [ ! -f "$here/../../target/release/libredis_bf.so" ]; then
+  (cd "$here/../.." && cargo build --release)
+fi
+cd "$here"
+exec node --test --test-concurrency=1 test/golden.test.mjs test/hostile.test.mjs test/live.test.mjs

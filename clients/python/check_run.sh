@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Test the pure-Python checker (redis_bf_check): golden vectors, RedisBloom fixture walks and
+# hostile input (test_check.py, no server), then identity with BF.MEXISTS on a live server
+# (test_check_identity.py, redis-py from the local .venv shared with run.sh), then a
+# `pip install` of the package folder into a throwaway venv. Builds the module if it is missing.
+#   clients/python/check_run.sh            all tests
+#   clients/python/check_run.sh --bench    the checks/s benchmark instead
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ -n "${BF_MODULE:-}" ]; then
+  BF_MODULE="$(realpath "$BF_MODULE")"
+  export BF_MODULE
+fi
+if [ -z "${BF_MODULE:-}" ] && [ ! -f "$here/../../target/release/libredis_bf.so" ]; then
+  (cd "$here/../.." && cargo build --release)
+fi
+cd "$here"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import redis' 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check redis
+fi
+if [ "${1:-}" = "--bench" ]; then
+  exec .venv/bin/python bench_check.py
+fi
+.venv/bin/python -m unittest -v test_check test_check_identity
+# The folder installs with pip and imports without clients/python on the path.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+python3 -m venv "$tmp/venv"
+"$tmp/venv/bin/pip" install --quiet --disable-pip-version-check "$here/redis_bf_check"
+(cd "$tmp" && "$tmp/venv/bin/python" -c '
+import redis_bf_check as r
+assert r.hash_pair("hello") == (0x5ba5b8a59803e699, 0xa7d451d588a0c2a4)
+print("pip install of redis_bf_check: ok")')

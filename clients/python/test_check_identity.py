@@ -1,0 +1,179 @@
+"""Proof of identity of the pure-Python checker against a live server: for filters with 1, 3 and
+8 layers, NONSCALING, EXPANSION 1 and 4, a legacy power-of-two / 32-bit-hash filter, and every
+Bloom key of the RedisBloom fixture RDB, ``BloomFilter.contains`` answers exactly what
+BF.MEXISTS answers on 200 000 probes (members, strangers, UTF-8 and raw bytes). The dumps are
+walked with redis-py's ``r.bf().scandump``.
+
+Starts its own redis-server (free 127.0.0.1 port, temporary directory) with $BF_MODULE (default
+target/release/libredis_bf.so). Run with clients/python/check_run.sh."""
+
+import math
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+import redis
+
+from redis_bf_check import BloomFilter
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODULE = os.path.abspath(os.environ.get("BF_MODULE", os.path.join(ROOT, "target", "release", "libredis_bf.so")))
+SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+PROBES = 200_000
+
+
+class Server:
+    def __init__(self, rdb=None):
+        self.dir = tempfile.mkdtemp(prefix="redis-bf-check-")
+        if rdb:
+            shutil.copy(rdb, os.path.join(self.dir, "dump.rdb"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
+             "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--loadmodule", MODULE],
+            stdout=subprocess.DEVNULL,
+        )
+        self.r = redis.Redis(port=self.port)
+        for _ in range(200):
+            try:
+                self.r.ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def scandump(r, key):
+    """The (iterator, bytes) pairs of a whole SCANDUMP walk, as redis-py yields them."""
+    chunks = []
+    it = 0
+    while True:
+        it, data = r.bf().scandump(key, it)
+        if it == 0:
+            return chunks
+        chunks.append((it, data))
+
+
+def probes(members, seed):
+    rnd = random.Random(seed)
+    out = []
+    for i in range(PROBES):
+        if members and i % 4 == 0:
+            out.append(members[rnd.randrange(len(members))])
+        elif i % 4 == 1:
+            out.append("stranger:%d:%d" % (seed, i))
+        elif i % 4 == 2:
+            out.append("名前-%d-ユーザー" % i)
+        else:
+            out.append(bytes(rnd.randrange(256) for _ in range(rnd.randrange(41))))
+    return out
+
+
+def compare(r, key, f, items):
+    """(positives, mismatches) of contains() vs BF.MEXISTS over items."""
+    positives = mismatches = 0
+    for i in range(0, len(items), 1000):
+        batch = items[i : i + 1000]
+        server = r.bf().mexists(key, *batch)
+        for item, s in zip(batch, server):
+            local = f.contains(item)
+            positives += local
+            mismatches += int(local) != s
+    return positives, mismatches
+
+
+def legacy_header(capacity, error):
+    """A LOADCHUNK header of options 0: one power-of-two layer, 32-bit MurmurHash2."""
+    bpe = abs(math.log(error) / 0.480453013918201)
+    hashes = math.ceil(0.693147180559945 * bpe)
+    product = capacity * bpe
+    n2 = math.frexp(product)[1]  # binary exponent + 1
+    bits = 1 << n2
+    entries = capacity + int(int(bits - product) / bpe)
+    nbytes = -(-bits // 64) * 8
+    return struct.pack("<QIII", 0, 1, 0, 2) + struct.pack(
+        "<QQQddIQB", nbytes, nbytes * 8, 0, error, bpe, hashes, entries, n2
+    )
+
+
+CASES = [
+    ("id:one", ("0.01", "300000"), 250_000, 1),
+    ("id:three", ("0.01", "100000"), 350_000, 3),
+    ("id:eight", ("0.05", "100"), 20_000, 8),
+    ("id:nonscaling", ("0.02", "30000", "NONSCALING"), 29_000, 1),
+    ("id:exp1", ("0.01", "2000", "EXPANSION", "1"), 9_000, 5),
+    ("id:exp4", ("0.001", "1000", "EXPANSION", "4"), 30_000, 4),
+]
+
+
+class Identity(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(MODULE):
+            raise RuntimeError("module not found: %s (cargo build --release)" % MODULE)
+        cls.server = Server()
+        cls.r = cls.server.r
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_created_filters(self):
+        r = self.r
+        for key, reserve, count, layers in CASES:
+            with self.subTest(key=key):
+                r.execute_command("BF.RESERVE", key, *reserve)
+                members = ["%s:member:%d" % (key, i) for i in range(count)]
+                for i in range(0, count, 1000):
+                    r.bf().madd(key, *members[i : i + 1000])
+                f = BloomFilter.from_scandump(scandump(r, key))
+                self.assertEqual(f.layer_count, layers)
+                self.assertEqual(f.size, r.bf().card(key))
+                positives, mismatches = compare(r, key, f, probes(members, count))
+                self.assertEqual(mismatches, 0)
+                self.assertGreaterEqual(positives, PROBES // 4)
+                print("%s: %d layers, %d bytes, %d positives, 0 mismatches" % (key, layers, f.byte_length, positives))
+
+    def test_legacy_filter(self):
+        r = self.r
+        self.assertTrue(r.bf().loadchunk("id:legacy", 1, legacy_header(1000, 0.01)))
+        members = ["legacy:%d" % i for i in range(6000)]
+        for i in range(0, len(members), 1000):
+            r.bf().madd("id:legacy", *members[i : i + 1000])
+        f = BloomFilter.from_scandump(scandump(r, "id:legacy"))
+        self.assertEqual(f.options, 0)
+        self.assertGreaterEqual(f.layer_count, 2)
+        self.assertTrue(all(layer.n2 > 0 for layer in f.layers))
+        self.assertEqual(compare(r, "id:legacy", f, probes(members, 7))[1], 0)
+
+    def test_fixture_rdb(self):
+        fx = Server(rdb=os.path.join(ROOT, "tests", "fixtures", "redisbloom", "dump.rdb"))
+        try:
+            blooms = 0
+            for key in sorted(fx.r.keys("*")):
+                if fx.r.type(key) != b"MBbloom--":
+                    continue
+                f = BloomFilter.from_scandump(scandump(fx.r, key))
+                self.assertEqual(compare(fx.r, key, f, probes([], blooms + 1))[1], 0, key)
+                blooms += 1
+            self.assertEqual(blooms, 11)
+        finally:
+            fx.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

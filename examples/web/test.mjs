@@ -1,0 +1,157 @@
+// Browser test of the sign-up page: redis-server with the module, the example server, and
+// Debian's headless Chromium driven by puppeteer-core (no browser download). Asserts that
+//   * a definitely-free name says "free" from the filter alone, with no request;
+//   * a taken name says "taken" after one /api/check request;
+//   * a false positive of the filter (not taken, but the filter says "maybe") asks the server
+//     and says "free";
+//   * a sign-up changes the version: the page refetches the filter once (unchanged filters
+//     are answered 304), after which the new name is "taken".
+//   SCREENSHOT=docs/signup-page.png node test.mjs   also saves a screenshot.
+// Environment: BF_MODULE, REDIS_SERVER (see clients/js/test/redis.mjs), CHROMIUM (default
+// /usr/bin/chromium).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import puppeteer from 'puppeteer-core';
+import { BloomFilter } from '../../clients/js/src/index.js';
+import { startServer, scandump } from '../../clients/js/test/redis.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+const cleanups = [];
+async function main() {
+  // Redis with 2000 taken names in a filter sized for them at 10% (so false positives are easy
+  // to find; the server would create a 1e6-name, 1% filter on an empty Redis).
+  const redis = await startServer();
+  cleanups.push(() => redis.stop());
+  const c = redis.client;
+  const taken = ['alice', 'bob', 'carol', ...Array.from({ length: 1997 }, (_, i) => `member${i}`)];
+  await c.call('BF.RESERVE', 'signup:names', '0.1', '2000');
+  await c.call('BF.MADD', 'signup:names', ...taken);
+  await c.call('SADD', 'signup:users', ...taken);
+
+  // Names for each case, found with the checker itself.
+  const f = BloomFilter.fromScandump(await scandump(c, 'signup:names'));
+  const candidates = Array.from({ length: 10000 }, (_, i) => `guest${i}`);
+  const freeName = candidates.find((n) => !f.has(n));
+  const fpName = candidates.find((n) => f.has(n));
+  assert.ok(freeName && fpName, 'no free or false-positive candidate');
+  assert.equal((await c.call('BF.EXISTS', 'signup:names', fpName)), 1);
+  assert.equal((await c.call('SISMEMBER', 'signup:users', fpName)), 0);
+  const newName = candidates.find((n) => !f.has(n) && n !== freeName);
+
+  // The example server.
+  const port = await freePort();
+  const web = spawn(process.execPath, [join(HERE, 'server.mjs')], {
+    env: { ...process.env, PORT: String(port), REDIS_URL: `redis://127.0.0.1:${redis.port}` },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  cleanups.unshift(() => web.kill());
+  await new Promise((res, rej) => {
+    web.stdout.on('data', (d) => d.toString().includes('sign-up example on') && res());
+    web.once('exit', (code) => rej(new Error(`server exited with ${code}`)));
+  });
+
+  // Headless Chromium with a fresh profile.
+  const profile = mkdtempSync(join(tmpdir(), 'redis-bf-chromium-'));
+  cleanups.push(() => rmSync(profile, { recursive: true, force: true }));
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    userDataDir: profile,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+  cleanups.unshift(() => browser.close());
+  const page = await browser.newPage();
+  await page.setViewport({ width: 560, height: 520 });
+  const requests = [];
+  const responses = [];
+  page.on('request', (r) => requests.push(new URL(r.url()).pathname));
+  page.on('response', (r) => responses.push([new URL(r.url()).pathname, r.status()]));
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  const checks = () => requests.filter((p) => p === '/api/check').length;
+  const filterFetches = () => responses.filter(([p]) => p === '/api/filter');
+
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.waitForSelector('body[data-ready=true]');
+  assert.deepEqual(filterFetches(), [['/api/filter', 200]]);
+
+  async function ask(name) {
+    await page.$eval('#username', (el, v) => {
+      el.value = v;
+      el.dispatchEvent(new Event('input'));
+    }, name);
+    await page.waitForFunction(
+      (v) => {
+        const s = document.getElementById('status');
+        return s.dataset.name === v && s.dataset.state !== 'checking';
+      }, {}, name);
+    return page.$eval('#status', (s) => ({ state: s.dataset.state, source: s.dataset.source, text: s.textContent }));
+  }
+
+  // Definitely free: the filter alone, no request at all.
+  const before = requests.length;
+  let r = await ask(freeName);
+  assert.deepEqual([r.state, r.source], ['free', 'filter'], JSON.stringify(r));
+  assert.equal(requests.length, before, 'a definitely-free name made a request');
+
+  // Taken: "maybe" from the filter, "taken" from the server.
+  r = await ask('alice');
+  assert.deepEqual([r.state, r.source], ['taken', 'server']);
+  assert.equal(checks(), 1);
+
+  // False positive: "maybe" from the filter, the server says free.
+  r = await ask(fpName);
+  assert.deepEqual([r.state, r.source], ['free', 'server']);
+  assert.equal(checks(), 2);
+
+  // Another definitely-free name: still no request.
+  r = await ask(newName);
+  assert.deepEqual([r.state, r.source], ['free', 'filter']);
+  assert.equal(checks(), 2);
+
+  if (process.env.SCREENSHOT) {
+    await ask('alice');
+    await page.type('#password', 'correct horse');
+    await page.screenshot({ path: resolve(process.env.SCREENSHOT) });
+    await ask(newName);
+  }
+
+  // Sign up newName: the version changes, the page refetches the filter once...
+  await page.click('#submit');
+  await page.waitForFunction((v) => document.body.dataset.filterVersion === '"1"' && document.getElementById('status').dataset.name === v
+    && document.getElementById('status').dataset.state === 'taken', {}, newName);
+  assert.deepEqual(filterFetches().map(([, s]) => s), [200, 200]);
+  r = await page.$eval('#status', (s) => ({ state: s.dataset.state, source: s.dataset.source }));
+  assert.deepEqual(r, { state: 'taken', source: 'server' });
+  // ...and a revalidation of an unchanged filter is a 304 with no body.
+  await page.evaluate(() => window.signupPage.loadFilter());
+  assert.deepEqual(filterFetches().map(([, s]) => s), [200, 200, 304]);
+
+  assert.deepEqual(pageErrors, []);
+  console.log(`ok: free "${freeName}" with no request, "alice" taken, false positive "${fpName}" free after 1 check, sign-up refetch + 304`);
+}
+
+try {
+  await main();
+} finally {
+  for (const f of cleanups) await f();
+}
