@@ -486,7 +486,7 @@ fn replica_is_byte_identical() {
             .arg("WINDOW")
             .arg(700)
             .arg("ITEMS")
-            .arg(&items(&format!("i{g}"), 0..50))
+            .arg(items(&format!("i{g}"), 0..50))
             .query(&mut pc)
             .unwrap();
         std::thread::sleep(Duration::from_millis(120));
