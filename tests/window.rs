@@ -604,3 +604,37 @@ fn hostile_window_dumps_are_refused() {
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+/// `INFO bf` counts window filters (one filter, every kept generation's layers, items and
+/// bytes) and forgets them when the key goes.
+#[test]
+fn info_bf_counts_window_filters() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let field = |con: &mut Connection, name: &str| -> i64 {
+        let info: String = redis::cmd("INFO").arg("bf").query(con).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("bf_{name}:")))
+            .unwrap_or_else(|| panic!("no bf_{name} in {info}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    reserve(&mut con, "w", 0.01, 1000, 86_400_000);
+    madd(&mut con, "w", &items("a", 0..3));
+    assert_eq!(field(&mut con, "filters"), 1);
+    assert_eq!(field(&mut con, "layers"), 1);
+    assert_eq!(field(&mut con, "items"), 3);
+    // 250 items at 0.01 / 6: 3 328 bits.
+    assert_eq!(field(&mut con, "bytes"), 416);
+    let _: i64 = redis::cmd("COPY")
+        .arg("w")
+        .arg("w2")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(field(&mut con, "filters"), 2);
+    let _: i64 = redis::cmd("DEL").arg(&["w", "w2"]).query(&mut con).unwrap();
+    for name in ["filters", "layers", "items", "bytes"] {
+        assert_eq!(field(&mut con, name), 0, "{name}");
+    }
+}

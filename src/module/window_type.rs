@@ -36,6 +36,7 @@ use crate::module::commands::info::debug_lines;
 use crate::module::config;
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::{raw, Context, ContextFlags, NotifyEvent, RedisString};
@@ -104,6 +105,34 @@ fn get_mut(key: &RedisKeyWritable) -> Option<&mut Window> {
     key.get_value::<Window>(&WINDOW_TYPE).ok().flatten()
 }
 
+/// What a window adds to the `INFO bf` counters: (layers, items, bytes) of every kept
+/// generation (items as stored, not only those live now).
+fn footprint(w: &Window) -> (i64, i64, i64) {
+    let items = w
+        .gens
+        .iter()
+        .map(|(_, c)| c.size)
+        .fold(0u64, u64::saturating_add);
+    (
+        w.layer_count() as i64,
+        items.min(i64::MAX as u64) as i64,
+        w.bit_array_bytes().min(i64::MAX as u64) as i64,
+    )
+}
+
+/// Counts a window filter in `INFO bf` (`sign` 1: created or loaded, −1: freed).
+fn count(w: &Window, sign: i64) {
+    let (l, i, b) = footprint(w);
+    stats::add_raw(sign, sign * l, sign * i, sign * b);
+}
+
+/// Stores a window in an empty key and counts it in `INFO bf`.
+fn store(key: &RedisKeyWritable, w: Window, failure: &'static str) -> Result<(), Reply> {
+    count(&w, 1);
+    key.set_value(&WINDOW_TYPE, w)
+        .map_err(|_| Reply::Error(failure))
+}
+
 /// Parses a window length: a strict integer ≥ 1.
 fn parse_window(v: &[u8]) -> Option<u64> {
     parse_i64(v).filter(|v| *v >= 1).map(|v| v as u64)
@@ -148,8 +177,7 @@ fn create(ctx: &Context, key: &RedisKeyWritable, p: &Params, generation: u64) ->
     if bytes > new_array_budget(ctx, 0) {
         return Err(Reply::Error("ERR Insufficient memory to create filter"));
     }
-    key.set_value(&WINDOW_TYPE, w)
-        .map_err(|_| Reply::Error("ERR could not create filter"))
+    store(key, w, "ERR could not create filter")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -455,6 +483,7 @@ fn add(
             w.generation_at(now_ms())
         }
     });
+    let before = footprint(w);
     let advanced = w.advance(g);
     let mut replies = Vec::with_capacity(items.len());
     let mut changed: Vec<&[u8]> = Vec::new();
@@ -479,6 +508,13 @@ fn add(
         }
     }
     let generation = w.generation;
+    let after = footprint(w);
+    stats::add_raw(
+        0,
+        after.0 - before.0,
+        after.1 - before.1,
+        after.2 - before.2,
+    );
     if advanced || !changed.is_empty() || created.is_some() {
         replicate_insert(ctx, key_name, created, generation, &changed);
     }
@@ -660,9 +696,7 @@ pub fn loadchunk(
         window::apply_chunk(w, iter, data).map_err(chunk_error)
     } else if key.is_empty() && iter == 1 && window::is_window_header(data) {
         match window::decode_header(data, new_array_budget(ctx, 0)) {
-            Ok(w) => key
-                .set_value(&WINDOW_TYPE, w)
-                .map_err(|_| Reply::Error("ERR received bad data")),
+            Ok(w) => store(key, w, "ERR received bad data"),
             Err(e) => Err(chunk_error(e)),
         }
     } else {
@@ -694,7 +728,10 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         window::load(&mut IoReader(rdb), encver)
     }));
     match loaded {
-        Ok(Ok(w)) => Box::into_raw(Box::new(w)).cast(),
+        Ok(Ok(w)) => {
+            count(&w, 1);
+            Box::into_raw(Box::new(w)).cast()
+        }
         Ok(Err(DecodeError)) | Err(_) => std::ptr::null_mut(),
     }
 }
@@ -751,7 +788,9 @@ unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
         // SAFETY: the value was created with Box::into_raw(Box<Window>) by this module and
         // Redis frees it exactly once.
-        drop(unsafe { Box::from_raw(value.cast::<Window>()) });
+        let w = unsafe { Box::from_raw(value.cast::<Window>()) };
+        count(&w, -1);
+        drop(w);
     }
 }
 
@@ -764,7 +803,10 @@ unsafe extern "C" fn copy(
     let w = unsafe { &*value.cast::<Window>() };
     let cloned = catch_unwind(AssertUnwindSafe(|| try_clone(w)));
     match cloned {
-        Ok(Some(c)) => Box::into_raw(Box::new(c)).cast(),
+        Ok(Some(c)) => {
+            count(&c, 1);
+            Box::into_raw(Box::new(c)).cast()
+        }
         // Null makes COPY fail with an error instead of aborting on allocation failure.
         _ => std::ptr::null_mut(),
     }
