@@ -173,16 +173,18 @@ impl Window {
     }
 
     /// Moves to generation `g` (no-op when `g` is not newer): generations older than
-    /// `g − SLICES` are dropped, their arrays freed (never cleared). Returns whether the
-    /// generation number changed.
-    pub fn advance(&mut self, g: u64) -> bool {
+    /// `g − SLICES` leave the filter and are returned, so that the caller may free their bit
+    /// arrays where it likes (they are never cleared). The generation number changed when
+    /// `g` was newer.
+    pub fn advance(&mut self, g: u64) -> Vec<(u64, Chain)> {
         if g <= self.generation {
-            return false;
+            return Vec::new();
         }
         self.generation = g;
         let oldest = g.saturating_sub(SLICES);
-        self.gens.retain(|(n, _)| *n >= oldest);
-        true
+        let keep = self.gens.iter().position(|(n, _)| *n >= oldest);
+        let cut = keep.unwrap_or(self.gens.len());
+        self.gens.drain(..cut).collect()
     }
 
     /// The generations live at effective generation `g` (the newer of `g` and the filter's
@@ -226,7 +228,7 @@ impl Window {
         g: u64,
         mut budget: impl FnMut(u64) -> u64,
     ) -> Result<WindowAdd, AddError> {
-        self.advance(g);
+        drop(self.advance(g));
         let current = self.generation;
         let newest_is_current = self.gens.last().is_some_and(|(n, _)| *n == current);
         if newest_is_current && self.gens.last().is_some_and(|(_, c)| c.contains_hashed(h)) {

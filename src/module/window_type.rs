@@ -484,7 +484,8 @@ fn add(
         }
     });
     let before = footprint(w);
-    let advanced = w.advance(g);
+    let advanced = g > w.generation;
+    free_elsewhere(w.advance(g));
     let mut replies = Vec::with_capacity(items.len());
     let mut changed: Vec<&[u8]> = Vec::new();
     for item in items {
@@ -522,6 +523,23 @@ fn add(
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", key_name);
     }
     Reply::Array(replies)
+}
+
+/// Dropped generations of at least this many bytes are freed on a short-lived thread, so that
+/// the main thread never spends time returning big arrays to the allocator.
+const FREE_ELSEWHERE_BYTES: u64 = 1 << 20;
+
+/// Frees generations that aged out: on a background thread when they are big (the allocator
+/// is thread-safe, as for Redis' own lazy freeing), inline otherwise or when no thread can be
+/// started.
+fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
+    let bytes: u64 = dropped.iter().map(|(_, c)| c.bit_array_bytes()).sum();
+    if bytes >= FREE_ELSEWHERE_BYTES {
+        // On a spawn error the closure, and the generations with it, are dropped here.
+        let _ = std::thread::Builder::new()
+            .name("bf-window-free".into())
+            .spawn(move || drop(dropped));
+    }
 }
 
 /// Replicates `BF.INSERT key (NOCREATE | creation options) GENERATION g ITEMS items…`.
