@@ -481,6 +481,14 @@ fn replica_is_byte_identical() {
             .arg("before:1")
             .query(&mut pc)
             .unwrap();
+        // From a script too (effects replication of the rewritten command).
+        let _: i64 = redis::cmd("EVAL")
+            .arg("return redis.call('BF.ADD', KEYS[1], ARGV[1])")
+            .arg(1)
+            .arg("r")
+            .arg(format!("lua:{g}"))
+            .query(&mut pc)
+            .unwrap();
         let _: Vec<i64> = redis::cmd("BF.INSERT")
             .arg(format!("ins{}", g % 3))
             .arg("WINDOW")
