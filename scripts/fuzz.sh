@@ -7,6 +7,7 @@
 #   chunk_apply   apply_chunk (BF.LOADCHUNK data chunks) with arbitrary iterators and chunks
 #   rdb_value     rdb::load (RDB load / RESTORE) over an in-memory typed value stream
 #   args          the module's integer and double parsers (round trips with their printed text)
+#   window_value  window::decode_header and window::load (window filters' dump header and RDB value)
 #
 # The seed corpus is generated from tests/data/golden-vectors.json by fuzz/make_seeds.py into
 # fuzz/corpus/<target>/ (kept between runs, ignored by git); crashes land in
@@ -27,7 +28,7 @@ if ! [[ "$SECS" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
-TARGETS=(dump_header chunk_apply rdb_value args)
+TARGETS=(dump_header chunk_apply rdb_value args window_value)
 
 if [ -d "${CARGO_HOME:-$HOME/.cargo}/bin" ]; then
   PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -46,9 +46,11 @@ pub mod dump;
 pub mod hash;
 pub mod layer;
 pub mod rdb;
+pub mod window;
 
 pub use chain::{AddError, AddOutcome, Chain};
 pub use hash::HashPair;
+pub use window::{Window, WindowAdd};
 
 /// The README's examples, compiled and run as doc-tests.
 #[cfg(doctest)]

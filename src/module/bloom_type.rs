@@ -89,7 +89,7 @@ pub fn lookup_mut(key: &RedisKeyWritable) -> Lookup<&mut Chain> {
 }
 
 /// Module-API value reader over an RDB / DUMP stream.
-struct IoReader(*mut raw::RedisModuleIO);
+pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
 
 impl ValueReader for IoReader {
     fn read_unsigned(&mut self) -> Result<u64, DecodeError> {
@@ -129,7 +129,7 @@ impl ValueReader for IoReader {
 }
 
 /// Module-API value writer over an RDB / DUMP stream.
-struct IoWriter(*mut raw::RedisModuleIO);
+pub(crate) struct IoWriter(pub(crate) *mut raw::RedisModuleIO);
 
 impl ValueWriter for IoWriter {
     fn write_unsigned(&mut self, v: u64) {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod memory;
 pub mod reply;
 pub mod stats;
+pub mod window_type;
 
 use bloom_type::BLOOM_TYPE;
 use commands::{add, dump, exists, info, reserve};
@@ -19,6 +20,7 @@ use redis_module::{
 };
 use reply::Reply;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use window_type::WINDOW_TYPE;
 
 /// Runs a handler, sends its reply, and turns a panic into an error reply so that no panic
 /// ever unwinds into Redis.
@@ -92,7 +94,7 @@ redis_module! {
     name: "bf",
     version: 1,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
-    data_types: [BLOOM_TYPE],
+    data_types: [BLOOM_TYPE, WINDOW_TYPE],
     acl_categories: ["bloom",],
     init: init,
     commands: [

@@ -84,3 +84,17 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
         }
     }
 }
+
+/// Adds signed deltas to the counters directly, for values that are not one chain (window
+/// filters: all their generations' layers, items and bytes together).
+pub fn add_raw(filters: i64, layers: i64, items: i64, bytes: i64) {
+    apply(
+        filters,
+        Footprint {
+            layers,
+            items,
+            bytes,
+        },
+        1,
+    );
+}

@@ -124,6 +124,9 @@ fn parse_insert(args: &[&[u8]]) -> Result<(Creation, usize), Reply> {
 /// BF.INSERT: adds items, creating the filter with the given parameters when missing
 /// (unless NOCREATE: `ERR not found`). Array reply as BF.MADD.
 pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
+    if let Some(r) = crate::module::window_type::insert(ctx, args) {
+        return r;
+    }
     if args.len() < 4 {
         return Reply::WrongArity;
     }
@@ -146,7 +149,11 @@ fn add_items(
 ) -> Reply {
     let key = ctx.open_key_writable(key_name);
     let created = match lookup_mut(&key) {
-        Lookup::WrongType => return Reply::Error(WRONGTYPE),
+        Lookup::WrongType => {
+            let single = shape == Shape::Single;
+            return crate::module::window_type::add_existing(ctx, &key, key_name, items, single)
+                .unwrap_or(Reply::Error(WRONGTYPE));
+        }
         Lookup::Found(_) => false,
         Lookup::Missing => {
             if !creation.allowed {

@@ -14,6 +14,9 @@ pub fn bf_scandump(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
+    if let Some(r) = crate::module::window_type::scandump(ctx, &key, &args[2]) {
+        return r;
+    }
     let chain = match existing(&key) {
         Ok(c) => c,
         Err(e) => return e,
@@ -47,6 +50,9 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
     };
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
+    if let Some(r) = crate::module::window_type::loadchunk(ctx, &key, &args[1], iter, data) {
+        return r;
+    }
     match lookup_mut(&key) {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing if iter != 1 => return Reply::Error(NOT_FOUND),

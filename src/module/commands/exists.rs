@@ -23,7 +23,13 @@ pub fn bf_exists(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
-    Reply::Bool(contains(open(&key), &args[2]))
+    let chain = open(&key);
+    if chain.is_none() {
+        if let Some(r) = crate::module::window_type::exists(&key, &args[2..], true) {
+            return r;
+        }
+    }
+    Reply::Bool(contains(chain, &args[2]))
 }
 
 /// BF.MEXISTS: one answer per item, as an array.
@@ -34,6 +40,11 @@ pub fn bf_mexists(ctx: &Context, args: &[RedisString]) -> Reply {
     let key = ctx.open_key(&args[1]);
     let chain = open(&key);
     let items = &args[2..];
+    if chain.is_none() {
+        if let Some(r) = crate::module::window_type::exists(&key, items, false) {
+            return r;
+        }
+    }
     send_array_header(ctx, items.len());
     match chain {
         None => items.iter().for_each(|_| send(ctx, &Reply::Bool(false))),

@@ -36,6 +36,9 @@ pub fn bf_info(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
+    if let Some(r) = crate::module::window_type::info(ctx, &key, args) {
+        return r;
+    }
     let chain = match existing(&key) {
         Ok(c) => c,
         Err(e) => return e,
@@ -66,7 +69,9 @@ pub fn bf_card(ctx: &Context, args: &[RedisString]) -> Reply {
     match lookup(&key) {
         Lookup::Found(c) => Reply::Int(c.size.min(i64::MAX as u64) as i64),
         Lookup::Missing => Reply::Int(0),
-        Lookup::WrongType => Reply::Error(WRONGTYPE),
+        Lookup::WrongType => {
+            crate::module::window_type::card(&key).unwrap_or(Reply::Error(WRONGTYPE))
+        }
     }
 }
 
@@ -77,6 +82,9 @@ pub fn bf_debug(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1]);
+    if let Some(r) = crate::module::window_type::debug(&key) {
+        return r;
+    }
     let chain = match existing(&key) {
         Ok(c) => c,
         Err(e) => return e,

@@ -62,6 +62,9 @@ fn parse(args: &[&[u8]]) -> Result<ReserveArgs, Reply> {
 
 /// BF.RESERVE: creates an empty filter. Replies `+OK`; replicated verbatim.
 pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
+    if let Some(r) = crate::module::window_type::reserve(ctx, args) {
+        return r;
+    }
     if !(4..=7).contains(&args.len()) {
         return Reply::WrongArity;
     }

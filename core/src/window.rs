@@ -1,0 +1,849 @@
+//! Filters that forget: a sliding-window Bloom filter made of a ring of generation filters.
+//!
+//! # Structure
+//!
+//! A window of `W` milliseconds is cut into [`SLICES`] = 4 generations of `W / 4` each,
+//! numbered from the Unix epoch: generation `g` covers the times `t` (ms) with
+//! `⌊4t / W⌋ = g` ([`generation_at`]). Every generation has its own scalable [`Chain`]; an item
+//! is always added to the newest generation. The ring keeps the newest [`LIVE`] = 5
+//! generations and drops the sixth-newest when time moves into a new generation. So an item
+//! added at time `t` in generation `g` stays until generation `g + 5` starts:
+//! - at least `W` (it was added before `(g + 1)·W/4` and stays until `(g + 5)·W/4`);
+//! - at most `1.25 · W` (it was added at or after `g·W/4`), to the millisecond.
+//!
+//! A query asks every live generation; a re-add puts the item into the newest generation
+//! again, which refreshes its age.
+//!
+//! # Sizing and false positives
+//!
+//! Each generation's first layer holds `⌈capacity / 4⌉` items at `error / 6`
+//! ([`ERROR_DIVISOR`]), so with a steady stream of `capacity` distinct items per window each
+//! generation receives about `capacity / 4` items and the union of the five answers has a
+//! false-positive rate of at most `5 × error / 6` (measured 0.85 × `error` at the worst
+//! moment, the end of a generation). A generation that receives more (a burst) grows like a
+//! scalable filter: next layer `expansion ×` larger at half the error rate, so a burst
+//! generation's own rate stays below `2 × error / 6` and the memory follows the load. With NONSCALING a
+//! generation refuses new items once it holds `⌈capacity / 4⌉` (`non scaling filter is full`).
+//!
+//! # Memory (bit arrays, steady state)
+//!
+//! With `b(p) = −ln p / ln²2` bits per item (the optimum; the same formula the plain filters
+//! use):
+//! - this window filter: `5 · (capacity / 4) · b(error / 6) = 1.25 · capacity · b(error / 6)`;
+//! - a plain non-scaling filter of the same capacity and rate (which never forgets):
+//!   `capacity · b(error)`; ratio `1.25 · (1 + ln 6 / ln(1/error))`: 1.74× at 1 %, 1.57× at
+//!   0.1 %, 1.49× at 0.01 % (≤ 1.8× for every error ≤ 1.2 %);
+//! - the two-daily-keys pattern (a key per window with EXPIRE, checking this window's key and
+//!   the previous one, each key sized for a window's `capacity` at `error / 2` so that the two
+//!   answers together stay within `error`): `2 · capacity · b(error / 2)`; 2.30× at 1 %, 2.20×
+//!   at 0.1 %; and it remembers an item for anything between one and two windows.
+//!
+//! Why a generation ring rather than age-partitioned Bloom filters (Shtul, Baquero & Almeida,
+//! "Age-Partitioned Bloom Filters", 2020): APBF slices shift after a fixed number of
+//! insertions, so its window is counted in items, and a time window with a varying rate
+//! leaves slices over- or under-filled with no way to grow; the ring's generations are plain
+//! scalable filters (same layers, hashing and encodings as every other filter here), grow
+//! under bursts, and drop a whole generation in one step — a freed array, never a clear.
+//!
+//! # Determinism
+//!
+//! Nothing here reads a clock. The caller passes the generation number (from the primary's
+//! clock, or from the replicated / persisted command), so the same sequence of calls gives the
+//! same state everywhere.
+
+use super::chain::{AddError, Chain};
+use super::dump::{self, ChunkError};
+use super::hash::HashPair;
+use super::layer::{Layer, LayerError, LayerParams, OPT_FORCE64, OPT_NOROUND, OPT_NO_SCALING};
+use super::rdb::{self, DecodeError, ValueReader, ValueWriter};
+
+/// Generations per window: an item is kept between `W` and `W · (1 + 1/SLICES)`.
+pub const SLICES: u64 = 4;
+/// Generations kept: the newest one and the [`SLICES`] before it.
+pub const LIVE: u64 = SLICES + 1;
+/// A generation's first layer is sized for `error / ERROR_DIVISOR`: [`LIVE`] generations are
+/// asked, and a layer filled to its capacity answers slightly above its nominal rate (its hash
+/// count is rounded up: 0.00169 for a nominal 1/600), so 5 would leave the union at 1.005 ×
+/// `error` at the end of each generation; 6 keeps it at 0.85 × `error`.
+pub const ERROR_DIVISOR: f64 = 6.0;
+
+/// First 8 bytes of a window filter's SCANDUMP header. A RedisBloom-format reader takes them
+/// as the chain's item count and then reads a layer count of 0 at bytes 8..12, which every
+/// RedisBloom-format reader refuses (`ERR received bad data`), so a window dump can never be
+/// loaded as a plain filter.
+pub const HEADER_MAGIC: [u8; 8] = *b"BFwindow";
+/// Version of the window header layout.
+pub const HEADER_VERSION: u32 = 1;
+/// Bytes of the fixed part of the window header.
+pub const HEADER_FIXED_BYTES: usize = 64;
+/// The RDB encoding version of the window type.
+pub const ENCODING_VERSION: i32 = 1;
+/// Header overhead charged per window by [`Window::mem_usage`] (the struct itself).
+pub const WINDOW_OVERHEAD: u64 = 64;
+
+/// The generation containing time `now_ms` (ms since the Unix epoch) for a window of
+/// `window_ms` ms: `⌊4 · now_ms / window_ms⌋`, saturating. `window_ms` must be ≥ 1.
+pub fn generation_at(now_ms: u64, window_ms: u64) -> u64 {
+    let g = u128::from(now_ms) * u128::from(SLICES) / u128::from(window_ms.max(1));
+    u64::try_from(g).unwrap_or(u64::MAX)
+}
+
+/// What adding one item did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowAdd {
+    /// The item was in no live generation; it is now in the newest one (reply 1).
+    New,
+    /// The item was in an older generation only; it is now also in the newest one, so it is
+    /// remembered for another window (reply 0).
+    Refreshed,
+    /// The newest generation already reports it; nothing changed (reply 0).
+    Present,
+}
+
+/// A sliding-window filter: parameters, the newest generation number reached and the live
+/// generations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Window length in milliseconds (≥ 1).
+    pub window_ms: u64,
+    /// Distinct items expected per window (≥ 1).
+    pub capacity: u64,
+    /// Requested false-positive rate, in (0, 1).
+    pub error: f64,
+    /// Growth factor of a generation's layers (≥ 1; stored even when non-scaling).
+    pub expansion: u32,
+    /// Generations never grow past their first layer.
+    pub nonscaling: bool,
+    /// The newest generation number this filter has advanced to.
+    pub generation: u64,
+    /// Live generations, oldest first: (generation number, filter). Numbers are strictly
+    /// increasing, each in `generation − SLICES ..= generation`; a generation that received
+    /// no item has no entry.
+    pub gens: Vec<(u64, Chain)>,
+}
+
+impl Window {
+    /// A new, empty window filter at generation `generation`.
+    ///
+    /// Errors: [`LayerError::Invalid`] when `window_ms` or `capacity` is 0, `error` ∉ (0, 1),
+    /// `expansion` is 0, or a generation's first layer cannot be sized.
+    pub fn new(
+        window_ms: u64,
+        capacity: u64,
+        error: f64,
+        expansion: u32,
+        nonscaling: bool,
+        generation: u64,
+    ) -> Result<Window, LayerError> {
+        let w = Window {
+            window_ms,
+            capacity,
+            error,
+            expansion,
+            nonscaling,
+            generation,
+            gens: Vec::new(),
+        };
+        if window_ms == 0 || expansion == 0 {
+            return Err(LayerError::Invalid);
+        }
+        w.generation_params()?;
+        Ok(w)
+    }
+
+    /// Option bits of every generation's chain.
+    pub fn chain_options(&self) -> u32 {
+        OPT_NOROUND | OPT_FORCE64 | if self.nonscaling { OPT_NO_SCALING } else { 0 }
+    }
+
+    /// The first layer of a generation: `⌈capacity / 4⌉` items at `error / 6`.
+    ///
+    /// Errors: [`LayerError::Invalid`] for parameters that size no layer.
+    pub fn generation_params(&self) -> Result<LayerParams, LayerError> {
+        LayerParams::for_capacity(
+            self.capacity.div_ceil(SLICES),
+            self.error / ERROR_DIVISOR,
+            self.chain_options(),
+        )
+    }
+
+    /// The generation containing `now_ms` for this window.
+    pub fn generation_at(&self, now_ms: u64) -> u64 {
+        generation_at(now_ms, self.window_ms)
+    }
+
+    /// Moves to generation `g` (no-op when `g` is not newer): generations older than
+    /// `g − SLICES` leave the filter and are returned, so that the caller may free their bit
+    /// arrays where it likes (they are never cleared). The generation number changed when
+    /// `g` was newer.
+    pub fn advance(&mut self, g: u64) -> Vec<(u64, Chain)> {
+        if g <= self.generation {
+            return Vec::new();
+        }
+        self.generation = g;
+        let oldest = g.saturating_sub(SLICES);
+        let keep = self.gens.iter().position(|(n, _)| *n >= oldest);
+        let cut = keep.unwrap_or(self.gens.len());
+        self.gens.drain(..cut).collect()
+    }
+
+    /// The generations live at effective generation `g` (the newer of `g` and the filter's
+    /// own): those numbered `max(g, generation) − SLICES` or later.
+    fn live(&self, g: u64) -> impl DoubleEndedIterator<Item = &Chain> {
+        let oldest = g.max(self.generation).saturating_sub(SLICES);
+        self.gens
+            .iter()
+            .filter(move |(n, _)| *n >= oldest)
+            .map(|(_, c)| c)
+    }
+
+    /// The hash pair of an item (64-bit hashing, as every modern filter).
+    #[inline]
+    pub fn hash(item: &[u8]) -> HashPair {
+        HashPair::hash64(item)
+    }
+
+    /// True when `h` is in a generation live at `g` (see [`Window::live`]); does not change
+    /// the filter, so reads never depend on who last wrote it.
+    pub fn contains_at(&self, h: &HashPair, g: u64) -> bool {
+        self.live(g).rev().any(|c| c.contains_hashed(h))
+    }
+
+    /// Items accepted by the generations live at `g` (BF.CARD, BF.INFO Items): distinct per
+    /// generation, so an item re-added in another generation counts once per generation.
+    pub fn items_at(&self, g: u64) -> u64 {
+        self.live(g).fold(0u64, |a, c| a.saturating_add(c.size))
+    }
+
+    /// Adds `h` to generation `g` after advancing to it (a `g` older than the filter's own
+    /// generation means its own). `budget(existing)` gives the bytes a new bit array may take
+    /// when the window already holds `existing` bytes; it is asked only when an array is about
+    /// to be created. Nothing changes on error (except the advance, which stands).
+    ///
+    /// Errors: [`AddError::Full`] (non-scaling generation full), [`AddError::CannotGrow`]
+    /// (allocation refused or failed).
+    pub fn add_hashed(
+        &mut self,
+        h: &HashPair,
+        g: u64,
+        mut budget: impl FnMut(u64) -> u64,
+    ) -> Result<WindowAdd, AddError> {
+        drop(self.advance(g));
+        let current = self.generation;
+        let newest_is_current = self.gens.last().is_some_and(|(n, _)| *n == current);
+        if newest_is_current && self.gens.last().is_some_and(|(_, c)| c.contains_hashed(h)) {
+            return Ok(WindowAdd::Present);
+        }
+        let older = self.contains_at(h, current);
+        let existing = self.bit_array_bytes();
+        if !newest_is_current {
+            let params = self.generation_params().map_err(|_| AddError::CannotGrow)?;
+            if params.bytes > budget(existing) {
+                return Err(AddError::CannotGrow);
+            }
+            let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
+            self.gens.try_reserve(1).map_err(|_| AddError::CannotGrow)?;
+            self.gens.push((
+                current,
+                Chain {
+                    size: 0,
+                    options: self.chain_options(),
+                    growth: self.expansion,
+                    layers: vec![layer],
+                },
+            ));
+        }
+        let (_, chain) = self.gens.last_mut().ok_or(AddError::CannotGrow)?;
+        let others = existing.saturating_sub(chain.bit_array_bytes());
+        let r = chain.add_hashed_with(h, |c| budget(others + c.bit_array_bytes()));
+        if r.is_err() && chain.size == 0 && !newest_is_current {
+            // Leave no empty generation behind an error: state as before (but advanced).
+            self.gens.pop();
+        }
+        r?;
+        Ok(if older {
+            WindowAdd::Refreshed
+        } else {
+            WindowAdd::New
+        })
+    }
+
+    /// Every layer of every generation, oldest generation first: the order of the SCANDUMP
+    /// chunks and of the RDB value.
+    pub fn layers(&self) -> impl Iterator<Item = &Layer> {
+        self.gens.iter().flat_map(|(_, c)| c.layers.iter())
+    }
+
+    /// Layers of live generations (BF.INFO "Number of filters").
+    pub fn layer_count(&self) -> u64 {
+        self.layers().count() as u64
+    }
+
+    /// Bytes of all bit arrays together.
+    pub fn bit_array_bytes(&self) -> u64 {
+        self.gens.iter().map(|(_, c)| c.bit_array_bytes()).sum()
+    }
+
+    /// Memory in bytes: [`WINDOW_OVERHEAD`] + Σ generation [`Chain::mem_usage`].
+    pub fn mem_usage(&self) -> u64 {
+        WINDOW_OVERHEAD + self.gens.iter().map(|(_, c)| c.mem_usage()).sum::<u64>()
+    }
+
+    /// The parameters and generation checks shared by both decoders: window ≥ 1 ms,
+    /// capacity ≥ 1, error ∈ (0, 1), expansion ≥ 1, generations strictly increasing within
+    /// `generation − SLICES ..= generation`, each a chain with this window's option bits and
+    /// expansion and a non-empty item count.
+    fn is_consistent(&self) -> bool {
+        let oldest = self.generation.saturating_sub(SLICES);
+        self.window_ms >= 1
+            && self.capacity >= 1
+            && self.error > 0.0
+            && self.error < 1.0
+            && self.expansion >= 1
+            && self.generation_params().is_ok()
+            && self.gens.len() as u64 <= LIVE
+            && self.gens.windows(2).all(|p| p[0].0 < p[1].0)
+            && self.gens.iter().all(|(n, c)| {
+                *n >= oldest
+                    && *n <= self.generation
+                    && c.options == self.chain_options()
+                    && c.growth == self.expansion
+                    && !c.layers.is_empty()
+            })
+    }
+}
+
+/// Encodes the SCANDUMP header (the data of iterator 0), little-endian:
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | 0 | 8 bytes | [`HEADER_MAGIC`] `BFwindow` |
+/// | 8 | u32 | 0 (a RedisBloom-format reader's layer count: refused there) |
+/// | 12 | u32 | [`HEADER_VERSION`] |
+/// | 16 | u64 | window (ms) |
+/// | 24 | u64 | capacity |
+/// | 32 | f64 | error |
+/// | 40 | u32 | expansion |
+/// | 44 | u32 | flags (1 = non-scaling) |
+/// | 48 | u64 | generation |
+/// | 56 | u32 | generation count n (≤ 5) |
+/// | 60 | u32 | 0 (reserved) |
+/// | 64 | n × | u64 generation number, u32 length L, L bytes of that generation's chain header |
+///
+/// The chunks that follow are the bit arrays of every layer, oldest generation first, each
+/// generation's layers oldest first, addressed exactly as a plain filter's chunks.
+pub fn encode_header(w: &Window) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_FIXED_BYTES + 128 * w.gens.len());
+    out.extend_from_slice(&HEADER_MAGIC);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&HEADER_VERSION.to_le_bytes());
+    out.extend_from_slice(&w.window_ms.to_le_bytes());
+    out.extend_from_slice(&w.capacity.to_le_bytes());
+    out.extend_from_slice(&w.error.to_le_bytes());
+    out.extend_from_slice(&w.expansion.to_le_bytes());
+    out.extend_from_slice(&u32::from(w.nonscaling).to_le_bytes());
+    out.extend_from_slice(&w.generation.to_le_bytes());
+    out.extend_from_slice(&(w.gens.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    for (n, c) in &w.gens {
+        let h = dump::encode_header(c);
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(h.len() as u32).to_le_bytes());
+        out.extend_from_slice(&h);
+    }
+    out
+}
+
+/// True when `data` starts like a window header (magic and a zero layer count), so a
+/// LOADCHUNK of it is meant for a window filter.
+pub fn is_window_header(data: &[u8]) -> bool {
+    data.len() >= 12 && data[..8] == HEADER_MAGIC && data[8..12] == [0, 0, 0, 0]
+}
+
+fn take<'a>(data: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], ChunkError> {
+    let end = pos.checked_add(n).ok_or(ChunkError::BadData)?;
+    let s = data.get(*pos..end).ok_or(ChunkError::BadData)?;
+    *pos = end;
+    Ok(s)
+}
+
+fn u32_at(data: &[u8], pos: &mut usize) -> Result<u32, ChunkError> {
+    let b = take(data, pos, 4)?;
+    Ok(u32::from_le_bytes(
+        b.try_into().map_err(|_| ChunkError::BadData)?,
+    ))
+}
+
+fn u64_at(data: &[u8], pos: &mut usize) -> Result<u64, ChunkError> {
+    let b = take(data, pos, 8)?;
+    Ok(u64::from_le_bytes(
+        b.try_into().map_err(|_| ChunkError::BadData)?,
+    ))
+}
+
+/// Decodes a window header into a window with zeroed bit arrays. Every length, count and
+/// parameter is checked, and the bytes announced by all generations together are summed and
+/// compared with `max_bytes`, before any bit array is allocated; each generation's chain
+/// header gets every check of [`dump::decode_header`].
+///
+/// Errors: [`ChunkError::BadData`] for any violation (wrong magic or version, trailing or
+/// missing bytes, more than [`LIVE`] generations, inconsistent parameters, over `max_bytes`).
+pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> {
+    if data.len() < HEADER_FIXED_BYTES || !is_window_header(data) {
+        return Err(ChunkError::BadData);
+    }
+    let mut pos = 12;
+    if u32_at(data, &mut pos)? != HEADER_VERSION {
+        return Err(ChunkError::BadData);
+    }
+    let window_ms = u64_at(data, &mut pos)?;
+    let capacity = u64_at(data, &mut pos)?;
+    let error = f64::from_bits(u64_at(data, &mut pos)?);
+    let expansion = u32_at(data, &mut pos)?;
+    let flags = u32_at(data, &mut pos)?;
+    let generation = u64_at(data, &mut pos)?;
+    let count = u32_at(data, &mut pos)?;
+    let reserved = u32_at(data, &mut pos)?;
+    if flags > 1 || reserved != 0 || u64::from(count) > LIVE {
+        return Err(ChunkError::BadData);
+    }
+    // First pass: slice out every generation and sum its announced bytes; nothing allocated.
+    let mut parts = Vec::with_capacity(count as usize);
+    let mut total: u64 = 0;
+    for _ in 0..count {
+        let n = u64_at(data, &mut pos)?;
+        let len = u32_at(data, &mut pos)? as usize;
+        let h = take(data, &mut pos, len)?;
+        if h.len() < dump::HEADER_FIXED_BYTES {
+            return Err(ChunkError::BadData);
+        }
+        let layers = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        if layers
+            .checked_mul(dump::HEADER_LAYER_BYTES)
+            .and_then(|b| b.checked_add(dump::HEADER_FIXED_BYTES))
+            != Some(h.len())
+        {
+            return Err(ChunkError::BadData);
+        }
+        for j in 0..layers {
+            let at = dump::HEADER_FIXED_BYTES + j * dump::HEADER_LAYER_BYTES;
+            let mut p = at;
+            total = total
+                .checked_add(u64_at(h, &mut p)?)
+                .ok_or(ChunkError::BadData)?;
+        }
+        parts.push((n, h));
+    }
+    if pos != data.len() || total > max_bytes {
+        return Err(ChunkError::BadData);
+    }
+    let mut w = Window {
+        window_ms,
+        capacity,
+        error,
+        expansion,
+        nonscaling: flags == 1,
+        generation,
+        gens: Vec::new(),
+    };
+    // Parameters first (cheap), then the allocations.
+    if !w.is_consistent() {
+        return Err(ChunkError::BadData);
+    }
+    for (n, h) in parts {
+        let c = dump::decode_header(h, max_bytes)?;
+        w.gens.push((n, c));
+    }
+    if !w.is_consistent() {
+        return Err(ChunkError::BadData);
+    }
+    Ok(w)
+}
+
+/// Locates byte `offset` of the concatenated bit arrays: (generation index, layer index,
+/// offset inside the layer).
+fn locate(w: &Window, offset: u64) -> Option<(usize, usize, usize)> {
+    let mut start = 0u64;
+    for (gi, (_, c)) in w.gens.iter().enumerate() {
+        for (li, l) in c.layers.iter().enumerate() {
+            let len = l.data.len() as u64;
+            if offset < start + len {
+                return Some((gi, li, (offset - start) as usize));
+            }
+            start += len;
+        }
+    }
+    None
+}
+
+/// One SCANDUMP step for `iter` ≥ 1, as a plain filter's: bytes from offset `iter − 1` to the
+/// end of its layer (at most [`dump::MAX_CHUNK_BYTES`]) and the next iterator; `(0, [])` past
+/// the end or for `iter` < 1.
+pub fn chunk_at(w: &Window, iter: i64) -> (i64, &[u8]) {
+    if iter < 1 {
+        return (0, &[]);
+    }
+    match locate(w, (iter - 1) as u64) {
+        None => (0, &[]),
+        Some((g, l, off)) => {
+            let data = &w.gens[g].1.layers[l].data;
+            let end = data.len().min(off + dump::MAX_CHUNK_BYTES);
+            let chunk = &data[off..end];
+            (iter + chunk.len() as i64, chunk)
+        }
+    }
+}
+
+/// Applies a LOADCHUNK data chunk, addressed as [`dump::apply_chunk`] addresses a plain
+/// filter's. Counters and generations are not touched.
+///
+/// Errors: as [`dump::apply_chunk`].
+pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
+    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
+    if iter <= 0 || iter < len {
+        return Err(ChunkError::BadData);
+    }
+    let start = iter - len;
+    if start < 1 {
+        return Err(ChunkError::NoLink);
+    }
+    let (g, l, off) = locate(w, (start - 1) as u64).ok_or(ChunkError::NoLink)?;
+    let layer = &mut w.gens[g].1.layers[l].data;
+    if data.len() > layer.len() - off {
+        return Err(ChunkError::TooBig);
+    }
+    layer[off..off + data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+/// Writes the RDB value (encoding version [`ENCODING_VERSION`]): U window, U capacity,
+/// D error, U expansion, U non-scaling (0/1), U generation, U generation count, then per
+/// generation, oldest first: U number and the chain in the plain filter's RDB layout.
+pub fn save(w: &Window, out: &mut impl ValueWriter) {
+    out.write_unsigned(w.window_ms);
+    out.write_unsigned(w.capacity);
+    out.write_double(w.error);
+    out.write_unsigned(u64::from(w.expansion));
+    out.write_unsigned(u64::from(w.nonscaling));
+    out.write_unsigned(w.generation);
+    out.write_unsigned(w.gens.len() as u64);
+    for (n, c) in &w.gens {
+        out.write_unsigned(*n);
+        rdb::save(c, out);
+    }
+}
+
+/// Reads an RDB value written by [`save`]. The generation count is checked (≤ [`LIVE`])
+/// before any generation is read, each chain gets every check of [`rdb::load`], and the whole
+/// window the checks of a decoded header.
+///
+/// Errors: [`DecodeError`] for another encoding version, fields out of range or any read
+/// error.
+pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Window, DecodeError> {
+    if encver != ENCODING_VERSION {
+        return Err(DecodeError);
+    }
+    let window_ms = r.read_unsigned()?;
+    let capacity = r.read_unsigned()?;
+    let error = r.read_double()?;
+    let expansion = u32::try_from(r.read_unsigned()?).map_err(|_| DecodeError)?;
+    let nonscaling = match r.read_unsigned()? {
+        0 => false,
+        1 => true,
+        _ => return Err(DecodeError),
+    };
+    let generation = r.read_unsigned()?;
+    let count = r.read_unsigned()?;
+    if count > LIVE {
+        return Err(DecodeError);
+    }
+    let mut w = Window {
+        window_ms,
+        capacity,
+        error,
+        expansion,
+        nonscaling,
+        generation,
+        gens: Vec::new(),
+    };
+    if !w.is_consistent() {
+        return Err(DecodeError);
+    }
+    for _ in 0..count {
+        let n = r.read_unsigned()?;
+        let c = rdb::load(r, rdb::ENCODING_VERSION)?;
+        w.gens.push((n, c));
+    }
+    if !w.is_consistent() {
+        return Err(DecodeError);
+    }
+    Ok(w)
+}
+
+/// Steady-state bit-array bytes of the three ways to remember `capacity` items per window at
+/// `error`: (this window filter: 5 generations' first layers, a plain non-scaling filter of
+/// the same capacity and rate, the two-keys pattern: 2 filters at `error / 2`).
+///
+/// Errors: [`LayerError::Invalid`] for parameters that size no layer.
+pub fn memory_comparison(capacity: u64, error: f64) -> Result<(u64, u64, u64), LayerError> {
+    let w = Window::new(1000, capacity, error, 2, false, 0)?;
+    let plain = LayerParams::for_capacity(capacity, error, OPT_NOROUND | OPT_FORCE64)?;
+    let half = LayerParams::for_capacity(capacity, error / 2.0, OPT_NOROUND | OPT_FORCE64)?;
+    Ok((
+        LIVE * w.generation_params()?.bytes,
+        plain.bytes,
+        2 * half.bytes,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::Values;
+
+    fn add(w: &mut Window, item: &[u8], g: u64) -> Result<WindowAdd, AddError> {
+        w.add_hashed(&Window::hash(item), g, |_| u64::MAX)
+    }
+
+    fn has(w: &Window, item: &[u8], g: u64) -> bool {
+        w.contains_at(&Window::hash(item), g)
+    }
+
+    #[test]
+    fn generations_from_time() {
+        assert_eq!(generation_at(0, 1000), 0);
+        assert_eq!(generation_at(249, 1000), 0);
+        assert_eq!(generation_at(250, 1000), 1);
+        assert_eq!(generation_at(1_000, 1000), 4);
+        assert_eq!(generation_at(u64::MAX, 1), u64::MAX);
+        // 86 400 000 ms: a generation is 6 hours.
+        assert_eq!(generation_at(6 * 3_600_000 - 1, 86_400_000), 0);
+        assert_eq!(generation_at(6 * 3_600_000, 86_400_000), 1);
+    }
+
+    #[test]
+    fn kept_for_a_window_forgotten_by_five_quarters() {
+        let mut w = Window::new(1000, 100, 0.01, 2, false, 0).unwrap();
+        assert_eq!(add(&mut w, b"a", 0), Ok(WindowAdd::New));
+        assert_eq!(add(&mut w, b"a", 0), Ok(WindowAdd::Present));
+        for g in 0..=4 {
+            assert!(has(&w, b"a", g), "generation {g}");
+        }
+        assert!(!has(&w, b"a", 5));
+        // Reads do not change the filter; a write advances it and frees the old generation.
+        assert_eq!(w.gens.len(), 1);
+        assert_eq!(add(&mut w, b"b", 5), Ok(WindowAdd::New));
+        assert_eq!(w.gens.len(), 1);
+        assert_eq!(w.gens[0].0, 5);
+        assert_eq!(add(&mut w, b"a", 5), Ok(WindowAdd::New));
+    }
+
+    #[test]
+    fn re_add_refreshes() {
+        let mut w = Window::new(1000, 100, 0.01, 2, false, 10).unwrap();
+        assert_eq!(add(&mut w, b"x", 10), Ok(WindowAdd::New));
+        assert_eq!(add(&mut w, b"x", 13), Ok(WindowAdd::Refreshed));
+        assert_eq!(add(&mut w, b"x", 13), Ok(WindowAdd::Present));
+        assert!(has(&w, b"x", 17));
+        assert!(!has(&w, b"x", 18));
+        assert_eq!(w.items_at(13), 2);
+        assert_eq!(w.items_at(15), 1);
+        // An older generation number is the filter's own.
+        assert_eq!(add(&mut w, b"y", 2), Ok(WindowAdd::New));
+        assert_eq!(w.generation, 13);
+        assert_eq!(w.gens.last().unwrap().0, 13);
+    }
+
+    #[test]
+    fn nonscaling_generation_fills_up_and_leaves_no_empty_generation() {
+        let mut w = Window::new(1000, 8, 0.01, 2, true, 0).unwrap();
+        for i in 0..2u8 {
+            assert_eq!(add(&mut w, &[i], 0), Ok(WindowAdd::New));
+        }
+        assert_eq!(add(&mut w, b"z", 0), Err(AddError::Full));
+        assert_eq!(add(&mut w, b"z", 1), Ok(WindowAdd::New));
+        let before = w.clone();
+        assert_eq!(
+            w.add_hashed(&Window::hash(b"q"), 2, |_| 0),
+            Err(AddError::CannotGrow)
+        );
+        assert_eq!(w.gens, before.gens);
+        assert_eq!(w.generation, 2);
+    }
+
+    #[test]
+    fn no_false_negatives_and_rate_across_advances() {
+        // 4 000 items per window, 1 000 per generation, 20 generations.
+        let mut w = Window::new(1000, 4000, 0.01, 2, false, 0).unwrap();
+        let mut fp = 0;
+        let mut probes = 0;
+        for g in 0..20u64 {
+            for i in 0..1000u64 {
+                let item = (g * 1000 + i).to_le_bytes();
+                // New, or Present on a false positive.
+                assert!(add(&mut w, &item, g).is_ok());
+            }
+            // Everything added in the last 4 generations (one window) is present.
+            for back in g.saturating_sub(4)..=g {
+                for i in 0..1000u64 {
+                    assert!(has(&w, &(back * 1000 + i).to_le_bytes(), g));
+                }
+            }
+            if g >= 4 {
+                for i in 0..20_000u64 {
+                    probes += 1;
+                    if has(&w, &(u64::MAX - i - g * 20_000).to_le_bytes(), g) {
+                        fp += 1;
+                    }
+                }
+            }
+            assert_eq!(w.layer_count(), (g + 1).min(5));
+        }
+        let rate = fp as f64 / probes as f64;
+        assert!(rate <= 0.01, "false-positive rate {rate}");
+        assert!(rate > 0.001, "suspiciously low rate {rate}");
+    }
+
+    #[test]
+    fn memory_against_plain_and_two_keys() {
+        for (error, max_ratio) in [(0.01, 1.75), (0.001, 1.58), (0.0001, 1.5)] {
+            let (window, plain, two) = memory_comparison(1_000_000, error).unwrap();
+            let ratio = window as f64 / plain as f64;
+            assert!(ratio <= max_ratio && ratio <= 1.8, "{error}: {ratio}");
+            assert!(window < two, "{error}: {window} vs {two}");
+        }
+        // Day window for 864 million ids at 0.1 %.
+        let (window, plain, two) = memory_comparison(864_000_000, 0.001).unwrap();
+        assert_eq!(plain, 1_552_779_464);
+        assert_eq!((window, two), (2_444_431_520, 3_417_181_056));
+    }
+
+    fn sample() -> Window {
+        let mut w = Window::new(1000, 40, 0.01, 3, false, 7).unwrap();
+        for g in 7..12 {
+            for i in 0..(g * 5) {
+                add(&mut w, format!("{g}-{i}").as_bytes(), g).unwrap();
+            }
+        }
+        w
+    }
+
+    fn dump_and_load(w: &Window) -> Window {
+        let mut restored = decode_header(&encode_header(w), u64::MAX).unwrap();
+        let mut it = 1;
+        loop {
+            let (next, chunk) = chunk_at(w, it);
+            if next == 0 {
+                break;
+            }
+            apply_chunk(&mut restored, next, chunk).unwrap();
+            it = next;
+        }
+        restored
+    }
+
+    #[test]
+    fn header_round_trip() {
+        let w = sample();
+        assert_eq!(w.gens.len(), 5);
+        assert!(w.gens.iter().any(|(_, c)| c.layers.len() > 1));
+        assert_eq!(dump_and_load(&w), w);
+        let empty = Window::new(5, 1, 0.5, 1, true, 0).unwrap();
+        assert_eq!(dump_and_load(&empty), empty);
+    }
+
+    #[test]
+    fn header_refused_as_a_plain_filter_and_checked() {
+        let w = sample();
+        let h = encode_header(&w);
+        assert_eq!(
+            dump::decode_header(&h, u64::MAX),
+            Err(ChunkError::BadData),
+            "a plain-filter reader must refuse it"
+        );
+        assert!(is_window_header(&h));
+        assert_eq!(
+            decode_header(&h[..h.len() - 1], u64::MAX),
+            Err(ChunkError::BadData)
+        );
+        let mut longer = h.clone();
+        longer.push(0);
+        assert_eq!(decode_header(&longer, u64::MAX), Err(ChunkError::BadData));
+        assert_eq!(
+            decode_header(&h, w.bit_array_bytes() - 1),
+            Err(ChunkError::BadData)
+        );
+        assert!(decode_header(&h, w.bit_array_bytes()).is_ok());
+        // Flip every byte of the fixed part: each is either refused or still consistent.
+        for i in 0..HEADER_FIXED_BYTES {
+            let mut bad = h.clone();
+            bad[i] ^= 0x80;
+            if let Ok(d) = decode_header(&bad, u64::MAX) {
+                assert!(d.is_consistent(), "byte {i}");
+            }
+        }
+        // Version, flags, count, generation out of range.
+        for (at, v) in [(12usize, 2u8), (44, 2), (56, 6), (60, 1)] {
+            let mut bad = h.clone();
+            bad[at] = v;
+            assert_eq!(
+                decode_header(&bad, u64::MAX),
+                Err(ChunkError::BadData),
+                "{at}"
+            );
+        }
+        let mut bad = h.clone();
+        bad[48..56].copy_from_slice(&100u64.to_le_bytes());
+        assert_eq!(decode_header(&bad, u64::MAX), Err(ChunkError::BadData));
+    }
+
+    #[test]
+    fn rdb_round_trip_and_rejections() {
+        let w = sample();
+        let mut v = Values::default();
+        save(&w, &mut v);
+        let mut r = v.clone();
+        assert_eq!(load(&mut r, ENCODING_VERSION).unwrap(), w);
+        assert_eq!(load(&mut v.clone(), 2), Err(DecodeError));
+        // Truncations anywhere fail.
+        for cut in 0..v.values.len() {
+            let mut t = Values {
+                values: v.values[..cut].to_vec(),
+                pos: 0,
+            };
+            assert_eq!(
+                load(&mut t, ENCODING_VERSION),
+                Err(DecodeError),
+                "cut {cut}"
+            );
+        }
+        // Count over LIVE, a non-scaling flag of 2, a generation out of order.
+        for (at, value) in [(6usize, 6u64), (4, 2)] {
+            let mut bad = v.clone();
+            bad.values[at] = crate::rdb::Value::Unsigned(value);
+            assert_eq!(load(&mut bad, ENCODING_VERSION), Err(DecodeError));
+        }
+        let mut bad = v.clone();
+        bad.values[7] = crate::rdb::Value::Unsigned(11);
+        assert_eq!(load(&mut bad, ENCODING_VERSION), Err(DecodeError));
+    }
+
+    #[test]
+    fn chunk_addressing() {
+        let mut w = sample();
+        let total = w.bit_array_bytes() as i64;
+        assert_eq!(chunk_at(&w, total + 1), (0, &[][..]));
+        assert_eq!(
+            apply_chunk(&mut w, total + 2, b"a"),
+            Err(ChunkError::NoLink)
+        );
+        assert_eq!(apply_chunk(&mut w, 0, b""), Err(ChunkError::BadData));
+        let first = w.gens[0].1.layers[0].data.len() as i64;
+        assert_eq!(
+            apply_chunk(&mut w, first + 2, b"ab"),
+            Err(ChunkError::TooBig)
+        );
+        assert_eq!(apply_chunk(&mut w, 3, b"ab"), Ok(()));
+        assert_eq!(&w.gens[0].1.layers[0].data[..2], b"ab");
+    }
+}

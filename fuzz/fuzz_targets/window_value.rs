@@ -1,0 +1,118 @@
+//! The window filter's decoders: `window::decode_header` (BF.LOADCHUNK iterator 1 of a window
+//! dump) and `window::load` (RDB load / RESTORE of a `bf-window` value), with a memory bound.
+//!
+//! Input: byte 0 picks the decoder. Even: the rest is a header, prefixed with the window magic
+//! and a zero layer count when bit 1 is set (so the fuzzer starts past them). Odd: the rest is
+//! a typed value stream as in `rdb_value` (tag `t % 4` = 0 unsigned, 1 double, 2 string with a
+//! u16 length, 3 small unsigned). An accepted value must re-encode to exactly the input
+//! (header) or to a stream that loads back equal (RDB), and then take adds over several
+//! generations, lookups and a SCANDUMP walk.
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use redis_bf::bloom::rdb::{Value, Values};
+use redis_bf::bloom::window::{self, Window};
+
+fn word(b: &[u8]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    w
+}
+
+fn values(mut data: &[u8]) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let [tag, rest @ ..] = data {
+        data = rest;
+        match tag % 4 {
+            0 => {
+                out.push(Value::Unsigned(u64::from_le_bytes(word(data))));
+                data = &data[data.len().min(8)..];
+            }
+            1 => {
+                out.push(Value::Double(f64::from_le_bytes(word(data))));
+                data = &data[data.len().min(8)..];
+            }
+            2 => {
+                let n = match data {
+                    [a, b, ..] => usize::from(u16::from_le_bytes([*a, *b])),
+                    _ => 0,
+                };
+                data = &data[data.len().min(2)..];
+                let n = n.min(data.len());
+                out.push(Value::Bytes(data[..n].to_vec()));
+                data = &data[n..];
+            }
+            _ => {
+                out.push(Value::Unsigned(u64::from(
+                    data.first().copied().unwrap_or(0),
+                )));
+                data = &data[data.len().min(1)..];
+            }
+        }
+    }
+    out
+}
+
+fn exercise(w: &mut Window) {
+    assert!(w.gens.len() as u64 <= window::LIVE);
+    assert!(w.gens.windows(2).all(|p| p[0].0 < p[1].0));
+    // A SCANDUMP walk covers exactly the bit arrays.
+    let mut total = 0u64;
+    let mut iter = 1;
+    loop {
+        let (next, chunk) = window::chunk_at(w, iter);
+        if next == 0 {
+            break;
+        }
+        total += chunk.len() as u64;
+        iter = next;
+    }
+    assert_eq!(total, w.bit_array_bytes());
+    let g = w.generation;
+    for step in 0..7u64 {
+        for i in 0..4u8 {
+            let h = Window::hash(&[i, step as u8]);
+            let r = w.add_hashed(&h, g.saturating_add(step), |existing| {
+                common::MEMORY_BOUND.saturating_sub(existing)
+            });
+            if r.is_ok() {
+                assert!(w.contains_at(&h, w.generation));
+            }
+            assert!(w.bit_array_bytes() <= common::MEMORY_BOUND.max(total));
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode % 2 == 0 {
+        let input = if mode & 2 != 0 {
+            [&window::HEADER_MAGIC[..], &[0, 0, 0, 0], rest].concat()
+        } else {
+            rest.to_vec()
+        };
+        if let Ok(mut w) = window::decode_header(&input, common::MEMORY_BOUND) {
+            assert!(w.bit_array_bytes() <= common::MEMORY_BOUND);
+            assert_eq!(window::encode_header(&w), input, "header round trip");
+            exercise(&mut w);
+        }
+    } else {
+        let mut reader = Values {
+            values: values(rest),
+            pos: 0,
+        };
+        if let Ok(mut w) = window::load(&mut reader, window::ENCODING_VERSION) {
+            let mut saved = Values::default();
+            window::save(&w, &mut saved);
+            let again = window::load(&mut saved, window::ENCODING_VERSION).expect("reloads");
+            assert_eq!(again, w, "RDB round trip");
+            exercise(&mut w);
+        }
+    }
+});

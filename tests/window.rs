@@ -1,0 +1,648 @@
+//! Filters that forget (`BF.RESERVE … WINDOW ms`) on a real server, with windows of a few
+//! seconds. Assertions about time are window semantics only, checked against times measured
+//! around each command (the server and the test share the machine's clock): an item must be
+//! present while `check end ≤ add start + W`, and gone (apart from false positives) once
+//! `check start ≥ add end + 1.25 W`. A slow machine makes fewer of these conditions hold; it
+//! never makes a correct filter fail.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{scandump, Server};
+use redis::{Connection, Value};
+
+/// Milliseconds since the Unix epoch (the clock the server's window filter reads).
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn sleep_until(t: u64) {
+    let n = now();
+    if t > n {
+        std::thread::sleep(Duration::from_millis(t - n));
+    }
+}
+
+fn items(prefix: &str, r: std::ops::Range<usize>) -> Vec<String> {
+    r.map(|i| format!("{prefix}:{i}")).collect()
+}
+
+fn madd(con: &mut Connection, key: &str, items: &[String]) -> Vec<i64> {
+    redis::cmd("BF.MADD")
+        .arg(key)
+        .arg(items)
+        .query(con)
+        .expect("BF.MADD")
+}
+
+fn mexists(con: &mut Connection, key: &str, items: &[String]) -> Vec<i64> {
+    redis::cmd("BF.MEXISTS")
+        .arg(key)
+        .arg(items)
+        .query(con)
+        .expect("BF.MEXISTS")
+}
+
+fn digest(con: &mut Connection, key: &str) -> String {
+    redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query::<Vec<String>>(con)
+        .expect("DIGEST-VALUE")
+        .remove(0)
+}
+
+fn reserve(con: &mut Connection, key: &str, error: f64, capacity: u64, window: u64) {
+    let r: String = redis::cmd("BF.RESERVE")
+        .arg(key)
+        .arg(error)
+        .arg(capacity)
+        .arg("WINDOW")
+        .arg(window)
+        .query(con)
+        .expect("BF.RESERVE WINDOW");
+    assert_eq!(r, "OK");
+}
+
+/// 100 000 items in 20 batches over several generations of a 2 s window: no false negative
+/// while an item is inside its window, forgotten (false positives aside) by 1.25 × window.
+#[test]
+fn no_false_negatives_inside_the_window_and_forgotten_after() {
+    const W: u64 = 2000;
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, "w", 0.01, 100_000, W);
+    let mut batches: Vec<(Vec<String>, u64, u64)> = Vec::new();
+    let (mut present_checks, mut forgotten_checks) = (0, 0);
+    for b in 0..20 {
+        let batch = items(&format!("b{b}"), 0..5000);
+        let t0 = now();
+        let replies = madd(&mut con, "w", &batch);
+        let t1 = now();
+        assert_eq!(replies.len(), 5000);
+        assert!(replies.iter().filter(|r| **r == 1).count() > 4900);
+        batches.push((batch, t0, t1));
+        for (items, t0, t1) in &batches {
+            let c0 = now();
+            let answers = mexists(&mut con, "w", items);
+            let c1 = now();
+            let present = answers.iter().filter(|a| **a == 1).count();
+            if c1 <= t0 + W {
+                present_checks += 1;
+                assert_eq!(present, items.len(), "false negatives inside the window");
+            } else if c0 > t1 + W * 5 / 4 {
+                forgotten_checks += 1;
+                assert!(present <= items.len() / 100, "{present} still present");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    assert!(
+        present_checks >= 20,
+        "only {present_checks} presence checks"
+    );
+    assert!(
+        forgotten_checks >= 1,
+        "only {forgotten_checks} forget checks"
+    );
+    // After 1.25 × window from the last add, everything is gone, for reads and for BF.CARD.
+    sleep_until(batches.last().unwrap().2 + W * 5 / 4 + 50);
+    let card: i64 = redis::cmd("BF.CARD").arg("w").query(&mut con).unwrap();
+    assert_eq!(card, 0);
+    for (items, _, _) in &batches {
+        let present = mexists(&mut con, "w", items)
+            .iter()
+            .filter(|a| **a == 1)
+            .count();
+        assert_eq!(present, 0);
+    }
+    // The memory of dropped generations is freed by the next write; reads changed nothing.
+    let before: i64 = redis::cmd("BF.INFO")
+        .arg("w")
+        .arg("SIZE")
+        .query::<Vec<i64>>(&mut con)
+        .unwrap()[0];
+    assert_eq!(madd(&mut con, "w", &items("b0", 0..1)), vec![1]);
+    let after: i64 = redis::cmd("BF.INFO")
+        .arg("w")
+        .arg("SIZE")
+        .query::<Vec<i64>>(&mut con)
+        .unwrap()[0];
+    assert!(after < before, "{after} >= {before}");
+}
+
+/// At `capacity` distinct items per window (steady arrivals), the measured false-positive
+/// rate is at most the requested one.
+#[test]
+fn false_positive_rate_within_requested() {
+    const W: u64 = 2000;
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, "fp", 0.01, 20_000, W);
+    // 5 000 items per quarter window = 20 000 per window, for two windows.
+    for g in 0..8 {
+        madd(&mut con, "fp", &items(&format!("g{g}"), 0..5000));
+        std::thread::sleep(Duration::from_millis(W / 4));
+    }
+    let probes = items("absent", 0..100_000);
+    let fp = mexists(&mut con, "fp", &probes)
+        .iter()
+        .filter(|a| **a == 1)
+        .count();
+    let rate = fp as f64 / probes.len() as f64;
+    assert!(rate <= 0.01, "false-positive rate {rate}");
+    assert!(
+        rate > 0.0005,
+        "rate {rate}: the filter holds almost nothing"
+    );
+    let filters: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("fp")
+        .arg("FILTERS")
+        .query(&mut con)
+        .unwrap();
+    assert!(filters[0] <= 5, "{filters:?} layers");
+}
+
+/// A re-add answers 0 and keeps the item for another window; BF.ADD answers 1 again once the
+/// item was forgotten.
+#[test]
+fn re_add_refreshes_the_age() {
+    const W: u64 = 4000;
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, "r", 0.0001, 1000, W);
+    let others = items("other", 0..20);
+    let t0 = now();
+    let first: i64 = redis::cmd("BF.ADD")
+        .arg("r")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(first, 1);
+    madd(&mut con, "r", &others);
+    let again: i64 = redis::cmd("BF.ADD")
+        .arg("r")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(again, 0);
+    std::thread::sleep(Duration::from_millis(2500));
+    let t1 = now();
+    let refresh: i64 = redis::cmd("BF.ADD")
+        .arg("r")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(refresh, 0, "x was added 2.5 s ago: still present");
+    // Past 1.25 × W after the first adds, inside W after the refresh.
+    sleep_until(now().max(t0 + W * 5 / 4 + 100));
+    let c0 = now();
+    let x: i64 = redis::cmd("BF.EXISTS")
+        .arg("r")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    let rest = mexists(&mut con, "r", &others);
+    let c1 = now();
+    assert!(
+        c1 <= t1 + W,
+        "machine too slow for this test: {} ms",
+        c1 - t1
+    );
+    assert_eq!(x, 1, "the re-add must keep x");
+    if c0 > t0 + W * 5 / 4 {
+        assert_eq!(rest.iter().sum::<i64>(), 0, "items added once must be gone");
+    }
+    sleep_until(t1 + W * 5 / 4 + 100);
+    let back: i64 = redis::cmd("BF.ADD")
+        .arg("r")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(back, 1, "forgotten, so new again");
+}
+
+/// BF.INFO keeps the five RedisBloom fields; WINDOW answers the window; errors are clean.
+#[test]
+fn info_and_errors() {
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, "i", 0.01, 1000, 86_400_000);
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("i")
+        .arg(&["a", "b", "a"])
+        .query(&mut con)
+        .unwrap();
+    let info: Vec<Value> = redis::cmd("BF.INFO").arg("i").query(&mut con).unwrap();
+    let names: Vec<String> = info
+        .iter()
+        .step_by(2)
+        .map(|v| redis::from_redis_value(v.clone()).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Capacity",
+            "Size",
+            "Number of filters",
+            "Number of items inserted",
+            "Expansion rate"
+        ]
+    );
+    let values: Vec<i64> = info
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|v| redis::from_redis_value(v.clone()).unwrap())
+        .collect();
+    assert_eq!(values[0], 1000);
+    assert_eq!(values[2], 1);
+    assert_eq!(values[3], 2);
+    assert_eq!(values[4], 2);
+    let w: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("i")
+        .arg("window")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(w, vec![86_400_000]);
+    let ty: String = redis::cmd("TYPE").arg("i").query(&mut con).unwrap();
+    assert_eq!(ty, "bf-window");
+    let err = |con: &mut Connection, args: &[&str]| -> String {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        match c.query::<Value>(con) {
+            Err(e) => e.to_string(),
+            Ok(v) => panic!("{args:?} answered {v:?}"),
+        }
+    };
+    for (args, text) in [
+        (
+            &["BF.RESERVE", "i", "0.01", "10", "WINDOW", "5"][..],
+            "item exists",
+        ),
+        (
+            &["BF.RESERVE", "n", "0.01", "10", "WINDOW", "0"][..],
+            "bad window",
+        ),
+        (
+            &["BF.RESERVE", "n", "0.01", "10", "WINDOW", "x"][..],
+            "bad window",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "n",
+                "0.01",
+                "10",
+                "WINDOW",
+                "5",
+                "GENERATION",
+                "9",
+            ][..],
+            "unknown argument",
+        ),
+        (
+            &["BF.INSERT", "n", "WINDOW", "-1", "ITEMS", "a"][..],
+            "Bad window",
+        ),
+        (
+            &[
+                "BF.INSERT",
+                "i",
+                "NOCREATE",
+                "GENERATION",
+                "99999999999",
+                "ITEMS",
+                "a",
+            ][..],
+            "Unknown argument",
+        ),
+        (
+            &["BF.INSERT", "n", "NOCREATE", "WINDOW", "10", "ITEMS", "a"][..],
+            "not found",
+        ),
+        (&["BF.INFO", "i", "BOGUS"][..], "Invalid information value"),
+    ] {
+        // Errors without an `ERR` prefix come back as "First": rest from the client.
+        let e = err(&mut con, args);
+        assert!(text.split(' ').all(|w| e.contains(w)), "{args:?}: {e}");
+    }
+    let exists: i64 = redis::cmd("EXISTS").arg("n").query(&mut con).unwrap();
+    assert_eq!(exists, 0, "failed commands create nothing");
+    // Non-scaling: a quarter-window generation holds ⌈capacity / 4⌉ items.
+    let ok: String = redis::cmd("BF.RESERVE")
+        .arg("ns")
+        .arg(0.01)
+        .arg(8)
+        .arg("WINDOW")
+        .arg(86_400_000)
+        .arg("NONSCALING")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let raw = common::raw_command(
+        server.port,
+        false,
+        &[b"BF.MADD", b"ns", b"a", b"b", b"c", b"d"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&raw),
+        "*3\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n",
+        "stops after the full error"
+    );
+    // BF.INSERT with WINDOW creates; a plain BF.INSERT on a window key adds to it.
+    let r: Vec<i64> = redis::cmd("BF.INSERT")
+        .arg("ins")
+        .arg("ERROR")
+        .arg(0.001)
+        .arg("WINDOW")
+        .arg(60_000)
+        .arg("ITEMS")
+        .arg(&["p", "q"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, vec![1, 1]);
+    let r: Vec<i64> = redis::cmd("BF.INSERT")
+        .arg("ins")
+        .arg("ITEMS")
+        .arg(&["q", "s"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, vec![0, 1]);
+    let card: i64 = redis::cmd("BF.CARD").arg("ins").query(&mut con).unwrap();
+    assert_eq!(card, 3);
+}
+
+/// The state is byte-identical after DEBUG RELOAD, an AOF rewrite + reload and a restart,
+/// and after DUMP/RESTORE and COPY; SCANDUMP → LOADCHUNK rebuilds it exactly.
+#[test]
+fn persistence_is_byte_identical() {
+    let mut server = Server::start_with(&[], &[("appendonly", "yes")]);
+    let mut con = server.conn();
+    reserve(&mut con, "p", 0.01, 400, 1200);
+    for g in 0..6 {
+        // 250 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
+        madd(&mut con, "p", &items(&format!("p{g}"), 0..250));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    madd(&mut con, "p", &items("last", 0..50));
+    let dump = scandump(&mut con, b"p");
+    assert!(
+        dump.len() >= 4,
+        "several generations and layers: {}",
+        dump.len()
+    );
+    let d = digest(&mut con, "p");
+    let check = |con: &mut Connection, what: &str| {
+        assert_eq!(scandump(con, b"p"), dump, "{what}");
+        assert_eq!(digest(con, "p"), d, "{what}");
+    };
+    let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    check(&mut con, "DEBUG RELOAD");
+    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    for _ in 0..200 {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query(&mut con)
+            .unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+    check(&mut con, "AOF rewrite + reload");
+    server.restart(&[]);
+    let mut con = server.conn();
+    check(&mut con, "restart from AOF");
+    let _: String = redis::cmd("SAVE").query(&mut con).unwrap();
+    server.restart(&[("appendonly", "no")]);
+    let mut con = server.conn();
+    check(&mut con, "restart from RDB");
+    // DUMP / RESTORE and COPY.
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
+    let _: String = redis::cmd("RESTORE")
+        .arg("p2")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .unwrap();
+    let _: i64 = redis::cmd("COPY")
+        .arg("p")
+        .arg("p3")
+        .query(&mut con)
+        .unwrap();
+    for k in ["p2", "p3"] {
+        assert_eq!(scandump(&mut con, k.as_bytes()), dump, "{k}");
+    }
+    // SCANDUMP → LOADCHUNK.
+    for (iter, data) in &dump {
+        let _: String = redis::cmd("BF.LOADCHUNK")
+            .arg("p4")
+            .arg(*iter)
+            .arg(data)
+            .query(&mut con)
+            .unwrap();
+    }
+    assert_eq!(scandump(&mut con, b"p4"), dump);
+    assert_eq!(digest(&mut con, "p4"), d);
+    // Everything aged out while nothing was written: reads forget it; the state is untouched.
+    std::thread::sleep(Duration::from_millis(1600));
+    assert_eq!(
+        mexists(&mut con, "p", &items("last", 0..50))
+            .iter()
+            .sum::<i64>(),
+        0
+    );
+    check(&mut con, "reads do not change the state");
+}
+
+/// Writes spread over several generations (including a replica that attaches late and gets
+/// the rest as a stream) give the replica exactly the primary's bytes.
+#[test]
+fn replica_is_byte_identical() {
+    let primary = Server::start();
+    let mut pc = primary.conn();
+    reserve(&mut pc, "r", 0.01, 1000, 1000);
+    madd(&mut pc, "r", &items("before", 0..300));
+    let pport = primary.port.to_string();
+    let replica = Server::start_with(&[], &[("replicaof 127.0.0.1", pport.as_str())]);
+    let mut rc = replica.conn();
+    for g in 0..10 {
+        madd(&mut pc, "r", &items(&format!("g{g}"), 0..200));
+        let _: i64 = redis::cmd("BF.ADD")
+            .arg("r")
+            .arg("before:1")
+            .query(&mut pc)
+            .unwrap();
+        // From a script too (effects replication of the rewritten command).
+        let _: i64 = redis::cmd("EVAL")
+            .arg("return redis.call('BF.ADD', KEYS[1], ARGV[1])")
+            .arg(1)
+            .arg("r")
+            .arg(format!("lua:{g}"))
+            .query(&mut pc)
+            .unwrap();
+        let _: Vec<i64> = redis::cmd("BF.INSERT")
+            .arg(format!("ins{}", g % 3))
+            .arg("WINDOW")
+            .arg(700)
+            .arg("ITEMS")
+            .arg(items(&format!("i{g}"), 0..50))
+            .query(&mut pc)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+    }
+    let mut synced = false;
+    for _ in 0..200 {
+        let n: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut pc).unwrap();
+        if n == 1 {
+            synced = true;
+            break;
+        }
+    }
+    assert!(synced, "replica did not catch up");
+    for k in ["r", "ins0", "ins1", "ins2"] {
+        let p = scandump(&mut pc, k.as_bytes());
+        assert!(!p.is_empty());
+        let r = scandump(&mut rc, k.as_bytes());
+        assert_eq!(p, r, "{k}");
+    }
+}
+
+/// Hostile window headers and RDB payloads are refused with an error and create nothing.
+#[test]
+fn hostile_window_dumps_are_refused() {
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, "h", 0.01, 100, 60_000);
+    madd(&mut con, "h", &items("h", 0..50));
+    let dump = scandump(&mut con, b"h");
+    let header = dump[0].1.clone();
+    let mut bad_headers: Vec<Vec<u8>> = vec![
+        header[..header.len() - 1].to_vec(),
+        [&header[..], b"x"].concat(),
+    ];
+    for (at, v) in [(12, 9u8), (44, 7), (56, 200), (60, 1), (16, 0)] {
+        let mut b = header.clone();
+        b[at] = v;
+        if at == 16 {
+            b[16..24].fill(0);
+        }
+        bad_headers.push(b);
+    }
+    // A generation announcing 2^60 bytes.
+    let mut huge = header.clone();
+    huge[64 + 12 + 20..64 + 12 + 28].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    huge[64 + 12 + 28..64 + 12 + 36].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    bad_headers.push(huge);
+    for b in &bad_headers {
+        let r: redis::RedisResult<String> = redis::cmd("BF.LOADCHUNK")
+            .arg("bad")
+            .arg(1)
+            .arg(b)
+            .query(&mut con);
+        let e = r.expect_err("hostile header accepted").to_string();
+        assert!(e.contains("received bad data"), "{e}");
+    }
+    let exists: i64 = redis::cmd("EXISTS").arg("bad").query(&mut con).unwrap();
+    assert_eq!(exists, 0);
+    // Chunks out of range.
+    let _: String = redis::cmd("BF.LOADCHUNK")
+        .arg("ok")
+        .arg(1)
+        .arg(&header)
+        .query(&mut con)
+        .unwrap();
+    let r: redis::RedisResult<String> = redis::cmd("BF.LOADCHUNK")
+        .arg("ok")
+        .arg(1_000_000)
+        .arg("abc")
+        .query(&mut con);
+    assert!(r.unwrap_err().to_string().contains("invalid offset"));
+    // Corrupted DUMP payloads with a valid checksum: every byte of the first 200 and every
+    // 7th after changed in turn; each is refused or restores a filter that then works.
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("h").query(&mut con).unwrap();
+    let body_len = payload.len() - 10;
+    let (mut refused, mut accepted) = (0, 0);
+    let positions = (0..body_len.min(200)).chain((200..body_len).step_by(7));
+    for i in positions {
+        let mut body = payload[..body_len].to_vec();
+        body[i] ^= 0x5a;
+        body.extend_from_slice(&payload[body_len..body_len + 2]);
+        let crc = common::crc64(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        let r: redis::RedisResult<String> = redis::cmd("RESTORE")
+            .arg("x")
+            .arg(0)
+            .arg(&body)
+            .arg("REPLACE")
+            .query(&mut con);
+        match r {
+            Err(e) => {
+                refused += 1;
+                assert!(e.to_string().contains("Bad data format"), "{e}");
+            }
+            Ok(_) => {
+                accepted += 1;
+                let _: Value = redis::cmd("BF.MADD")
+                    .arg("x")
+                    .arg(&["a", "b"])
+                    .query(&mut con)
+                    .unwrap();
+                let _: Vec<i64> = redis::cmd("BF.MEXISTS")
+                    .arg("x")
+                    .arg(&["a", "z"])
+                    .query(&mut con)
+                    .unwrap();
+                let _ = scandump(&mut con, b"x");
+            }
+        }
+    }
+    assert!(
+        refused > 50 && accepted > 0,
+        "{refused} refused, {accepted} accepted"
+    );
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+/// `INFO bf` counts window filters (one filter, every kept generation's layers, items and
+/// bytes) and forgets them when the key goes.
+#[test]
+fn info_bf_counts_window_filters() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let field = |con: &mut Connection, name: &str| -> i64 {
+        let info: String = redis::cmd("INFO").arg("bf").query(con).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("bf_{name}:")))
+            .unwrap_or_else(|| panic!("no bf_{name} in {info}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    reserve(&mut con, "w", 0.01, 1000, 86_400_000);
+    madd(&mut con, "w", &items("a", 0..3));
+    assert_eq!(field(&mut con, "filters"), 1);
+    assert_eq!(field(&mut con, "layers"), 1);
+    assert_eq!(field(&mut con, "items"), 3);
+    // 250 items at 0.01 / 6: 3 328 bits.
+    assert_eq!(field(&mut con, "bytes"), 416);
+    let _: i64 = redis::cmd("COPY")
+        .arg("w")
+        .arg("w2")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(field(&mut con, "filters"), 2);
+    let _: i64 = redis::cmd("DEL").arg(&["w", "w2"]).query(&mut con).unwrap();
+    for name in ["filters", "layers", "items", "bytes"] {
+        assert_eq!(field(&mut con, name), 0, "{name}");
+    }
+}
