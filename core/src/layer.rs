@@ -5,7 +5,7 @@
 //! e.g. Broder & Mitzenmacher, "Network Applications of Bloom Filters", 2004) with RedisBloom's
 //! truncated constants and rounding.
 
-use super::hash::HashPair;
+use super::hash::{HashPair, Modulus};
 use prefetch_index::prefetch_index;
 
 /// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact;
@@ -179,6 +179,9 @@ pub fn try_zeroed(len: u64) -> Result<Vec<u8>, LayerError> {
 ///
 /// Bit `x` lives in byte `x / 8` at mask `1 << (x % 8)` (LSB first), which is also the byte
 /// order of SCANDUMP chunks and RDB strings (DECISIONS.md D2).
+///
+/// Build it with [`Layer::new`] or [`Layer::from_parts`]; `params` must not change afterwards
+/// (the layer keeps its modulus prepared for fast remainders).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layer {
     /// Shape of the layer.
@@ -187,26 +190,42 @@ pub struct Layer {
     pub size: u64,
     /// The bit array, exactly `params.bytes` long.
     pub data: Vec<u8>,
+    /// `params.modulus()`, prepared once.
+    modulus: Modulus,
 }
 
 impl Layer {
     /// A new, empty layer. Errors: [`LayerError::OutOfMemory`] if the bit array cannot be
     /// allocated.
     pub fn new(params: LayerParams) -> Result<Layer, LayerError> {
-        Ok(Layer {
+        Ok(Layer::from_parts(params, 0, try_zeroed(params.bytes)?))
+    }
+
+    /// A layer of shape `params` holding `size` items with bit array `data` (loaded from a
+    /// dump, an RDB value or a copy). `data` should be `params.bytes` long; `params` must
+    /// have a non-zero modulus (every consistent shape has one).
+    pub fn from_parts(params: LayerParams, size: u64, data: Vec<u8>) -> Layer {
+        Layer {
             params,
-            size: 0,
-            data: try_zeroed(params.bytes)?,
-        })
+            size,
+            data,
+            modulus: Modulus::new(params.modulus().max(1)),
+        }
+    }
+
+    /// The i-th bit position of `h` in this layer (`HashPair::position` with this layer's
+    /// modulus).
+    #[inline]
+    pub fn position(&self, h: &HashPair, i: u64) -> u64 {
+        h.position_in(i, &self.modulus)
     }
 
     /// True when every one of the k bits of `h` is set. Tests in order, stops at the first
     /// clear bit.
     #[inline]
     pub fn contains(&self, h: &HashPair) -> bool {
-        let m = self.params.modulus();
         (0..u64::from(self.params.hashes)).all(|i| {
-            let x = h.position(i, m);
+            let x = self.position(h, i);
             self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
         })
     }
@@ -214,9 +233,8 @@ impl Layer {
     /// Sets the k bits of `h`. Does not touch the item count.
     #[inline]
     pub fn set(&mut self, h: &HashPair) {
-        let m = self.params.modulus();
         for i in 0..u64::from(self.params.hashes) {
-            let x = h.position(i, m);
+            let x = self.position(h, i);
             self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
         }
     }
@@ -227,9 +245,8 @@ impl Layer {
     /// of several items overlap.
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
-        let m = self.params.modulus();
         for i in 0..u64::from(probes.min(self.params.hashes)) {
-            prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
+            prefetch_index(&self.data, (self.position(h, i) >> 3) as usize);
         }
     }
 }

@@ -238,11 +238,9 @@ fn try_clone(chain: &Chain) -> Option<Chain> {
         let mut data = Vec::new();
         data.try_reserve_exact(l.data.len()).ok()?;
         data.extend_from_slice(&l.data);
-        layers.push(crate::bloom::layer::Layer {
-            params: l.params,
-            size: l.size,
-            data,
-        });
+        layers.push(crate::bloom::layer::Layer::from_parts(
+            l.params, l.size, data,
+        ));
     }
     Some(Chain {
         size: chain.size,
