@@ -144,8 +144,14 @@ fn register_raw(
             raw::RedisModule_GetCommand,
         ) {
             let command = get(ctx.get_raw(), name.as_ptr());
-            if command.is_null() || set_acl(command, acl.as_ptr()) != raw::Status::Ok as c_int {
+            if command.is_null() {
                 return Err(());
+            }
+            // As the crate does for the commands it registers: a refused category is a warning.
+            if set_acl(command, acl.as_ptr()) != raw::Status::Ok as c_int {
+                ctx.log_warning(&format!(
+                    "redis-bf: failed to set the ACL categories {acl:?} of {name:?}"
+                ));
             }
         }
     }
