@@ -49,7 +49,7 @@ enum Shape {
 ///
 /// On an existing filter this is the single-item path: no batch machinery and no heap
 /// allocation (the item is hashed and added in place; the reply, replication and keyspace
-/// event are the same as [`add_items`] gives for one item).
+/// event are the same as the shared add loop gives for one item).
 pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
