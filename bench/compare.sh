@@ -1,30 +1,164 @@
 #!/usr/bin/env bash
-# Runs bench/server.sh (without the persistence part) against the module built from another
-# commit and against this tree's, one after the other, and prints the batch rows side by side.
+# Before/after table (issue 13): the module built from another commit ("before") and this
+# tree's ("after") run side by side, one redis-server each (the same binary), with the same
+# filters (bench/filters.py). Every row is measured ROUNDS times, alternating which server goes
+# first, and the table shows medians of redis-benchmark's ops/s turned into items/s and the
+# ratio after/before measured in this one run. SMISMEMBER on a one-member set is the server's
+# own ceiling for a command of that many arguments; the last lines give BF.MEXISTS as a fraction
+# of it, per side.
 #
-# Usage: bench/compare.sh [REF]    REF defaults to 9d817e2, the last commit before software
-#                                  pipelining of BF.MEXISTS / BF.MADD (issue 5).
-# Env:   as bench/server.sh (REQUESTS, LARGE_ITEMS, RUNS).
+# Usage: bench/compare.sh [REF]   REF defaults to 58457b4 (the reference of issue 13); it is
+#                                 built in a temporary worktree (target dir target/compare).
+# Env:   ROUNDS=n (5)  SCALE=x (1: requests per run ×x)  LARGE_ITEMS=n (1e8)
+#        PROFILE=dir   also `perf record -g` each server during one extra run of every row and
+#                      write dir/<row>.<side>.txt (perf report, top symbols by self time)
+#        BEFORE_SO=path AFTER_SO=path  use these builds instead of building
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REF=${1:-9d817e2}
+ROOT=$PWD
+REF=${1:-58457b4}
+ROUNDS=${ROUNDS:-5}
+SCALE=${SCALE:-1}
+LARGE_ITEMS=${LARGE_ITEMS:-100000000}
 WORK=$(mktemp -d /tmp/redis-bf-compare.XXXXXX)
-trap 'git worktree remove --force "$WORK/src" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
-git worktree add --quiet --detach "$WORK/src" "$REF"
-(cd "$WORK/src" && CARGO_TARGET_DIR="$PWD/../target" cargo build --release --quiet)
-cargo build --release --quiet
-cp "$WORK/target/release/libredis_bf.so" "$WORK/before.so"
-cp target/release/libredis_bf.so "$WORK/after.so"
-for side in before after; do
-  echo "== $side ($([ "$side" = before ] && echo "$REF" || git rev-parse --short HEAD))"
-  PERSIST_BYTES=0 BF_MODULE="$WORK/$side.so" bench/server.sh | tee "$WORK/$side.txt"
-done
-# "BF.MADD large x1000 P=1 (vs …)   … items/s …" → "BF.MADD large x1000 P=1|items/s"
-rows() {
-  grep -E '^BF\.M' "$1" | sed -E 's/ \(vs [^)]*\)//; s/ {2,}[0-9].*ops\/s +([0-9]+) items\/s.*/|\1/' | sort
+declare -A PORT DIR
+SIDES=(before after)
+
+cleanup() {
+  for side in "${SIDES[@]}"; do
+    [ -n "${PORT[$side]:-}" ] || continue
+    local pid
+    pid=$(cat "${DIR[$side]}/redis.pid" 2>/dev/null || true)
+    redis-cli -p "${PORT[$side]}" shutdown nosave >/dev/null 2>&1 || true
+    for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  git -C "$ROOT" worktree remove --force "$WORK/src" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
 }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+if [ -n "${BEFORE_SO:-}" ]; then
+  cp "$BEFORE_SO" "$WORK/before.so"
+else
+  git worktree add --quiet --detach "$WORK/src" "$REF"
+  (cd "$WORK/src" && CARGO_TARGET_DIR="$ROOT/target/compare" cargo build --release --quiet)
+  cp "$ROOT/target/compare/release/libredis_bf.so" "$WORK/before.so"
+fi
+if [ -n "${AFTER_SO:-}" ]; then
+  cp "$AFTER_SO" "$WORK/after.so"
+else
+  cargo build --release --quiet # never benchmark a stale build
+  cp target/release/libredis_bf.so "$WORK/after.so"
+fi
+
+for side in "${SIDES[@]}"; do
+  PORT[$side]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  DIR[$side]=$WORK/$side
+  mkdir -p "${DIR[$side]}"
+  redis-server --port "${PORT[$side]}" --bind 127.0.0.1 --dir "${DIR[$side]}" --save "" \
+    --appendonly no --loadmodule "$WORK/$side.so" --daemonize yes \
+    --logfile "${DIR[$side]}/server.log" --pidfile "${DIR[$side]}/redis.pid"
+done
+for side in "${SIDES[@]}"; do
+  for _ in $(seq 50); do redis-cli -p "${PORT[$side]}" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+python3 bench/filters.py "$LARGE_ITEMS" "${PORT[before]}" "${PORT[after]}"
+
+args() { local n=$1 s=""; for _ in $(seq "$n"); do s="$s __rand_int__"; done; echo "$s"; }
+A100=$(args 100)
+A1000=$(args 1000)
+# id|label|items per command|requests per run|redis-benchmark arguments
+ROWS=(
+  "add10m|BF.ADD, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.ADD f10m __rand_int__"
+  "exists10m|BF.EXISTS, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.EXISTS f10m __rand_int__"
+  "missing|BF.EXISTS on a missing key, pipeline 32|1|1000000|-P 32 BF.EXISTS nokey __rand_int__"
+  "madd|BF.MADD x1000 into the 1e8 layer|1000|3000|BF.MADD large $A1000"
+  "insert|BF.INSERT x1000 into the 1e8 layer|1000|3000|BF.INSERT large ITEMS $A1000"
+  "mexists|BF.MEXISTS x1000 on the full 1e8 layer|1000|3000|BF.MEXISTS large $A1000"
+  "grown|BF.MADD x1000, 1e8 layer full, into layer 2|1000|3000|BF.MADD grown $A1000"
+  "mexists_grown|BF.MEXISTS x1000 on the 2-layer filter|1000|3000|BF.MEXISTS grown $A1000"
+  "mexists_small|BF.MEXISTS x1000 on a 1e6 filter (1.3 MiB)|1000|6000|BF.MEXISTS small $A1000"
+  "mexists_small100|BF.MEXISTS x100 on a 1e6 filter|100|40000|BF.MEXISTS small $A100"
+  "smis1000|SMISMEMBER x1000, one-member set (ceiling)|1000|10000|SMISMEMBER set1 $A1000"
+  "smis100|SMISMEMBER x100, one-member set (ceiling)|100|60000|SMISMEMBER set1 $A100"
+)
+
+cpu_ns() { cut -d' ' -f1 "/proc/$(cat "${DIR[$1]}/redis.pid")/schedstat"; }
+run() { # side requests args… → "ops/s commands-per-CPU-second" (CPU time of the server's main thread)
+  local side=$1 n=$2 t0 ops
+  shift 2
+  t0=$(cpu_ns "$side")
+  # shellcheck disable=SC2068
+  ops=$(redis-benchmark -p "${PORT[$side]}" -q --csv -r 1000000000 -n "$n" $@ | tail -1 | cut -d, -f2 | tr -d '"')
+  echo "$ops $(awk -v n="$n" -v a="$t0" -v b="$(cpu_ns "$side")" 'BEGIN {printf "%.0f", n / ((b - a) / 1e9)}')"
+}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(redis-server --version | cut -d' ' -f3); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "before = $REF, after = $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes'); $ROUNDS rounds, alternating; medians"
+echo "wall: items/s as redis-benchmark sees them; cpu: items per second of the server's CPU time"
+printf '%-46s %12s %12s %7s %-11s| %12s %12s %7s %s\n' "items/s (median of $ROUNDS)" "wall before" after ratio "(by round)" \
+  "cpu before" after ratio "(by round)"
+declare -A MED
+for row in "${ROWS[@]}"; do
+  IFS='|' read -r id label k n cmd <<<"$row"
+  n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN {printf "%d", n * s}')
+  : >"$WORK/$id.before"
+  : >"$WORK/$id.after"
+  : >"$WORK/$id.ratio"
+  for r in $(seq "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then order="before after"; else order="after before"; fi
+    for side in $order; do
+      # shellcheck disable=SC2086
+      run "$side" "$n" $cmd >"$WORK/$id.$side.last"
+      cat "$WORK/$id.$side.last" >>"$WORK/$id.$side"
+    done
+    paste -d' ' "$WORK/$id.before.last" "$WORK/$id.after.last" | awk '{print $3 / $1, $4 / $2}' >>"$WORK/$id.ratio"
+  done
+  line="$(printf '%-46s' "$label")"
+  for col in 1 2; do
+    b=$(cut -d' ' -f"$col" "$WORK/$id.before" | median)
+    a=$(cut -d' ' -f"$col" "$WORK/$id.after" | median)
+    MED[$id.before.$col]=$(awk -v v="$b" -v k="$k" 'BEGIN {print v * k}')
+    MED[$id.after.$col]=$(awk -v v="$a" -v k="$k" 'BEGIN {print v * k}')
+    spread=$(cut -d' ' -f"$col" "$WORK/$id.ratio" | sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.2f..%.2f", lo, hi}')
+    line="$line$(awk -v b="${MED[$id.before.$col]}" -v a="${MED[$id.after.$col]}" -v s="$spread" \
+      'BEGIN {printf " %12.0f %12.0f %6.2fx %-11s", b, a, a / b, s}')"
+    [ "$col" = 2 ] || line="$line|"
+  done
+  echo "$line"
+done
 echo
-echo "items/s (median)                                       before        after    after/before"
-join -t'|' \
-  <(rows "$WORK/before.txt") <(rows "$WORK/after.txt") |
-  awk -F'|' '{printf "%-50s %12d %12d %8.2fx\n", $1, $2, $3, $3 / $2}'
+for side in "${SIDES[@]}"; do
+  for col in 1 2; do
+    awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v l="${MED[mexists.$side.$col]}" \
+      -v g="${MED[mexists_grown.$side.$col]}" -v m="${MED[mexists_small.$side.$col]}" \
+      -v c="${MED[smis1000.$side.$col]}" -v m1="${MED[mexists_small100.$side.$col]}" \
+      -v c1="${MED[smis100.$side.$col]}" 'BEGIN {
+      printf "%-11s of SMISMEMBER: MEXISTS x1000 1e8 layer %.2f, 2 layers %.2f, small %.2f; x100 small %.2f\n",
+        s, l / c, g / c, m / c, m1 / c1 }'
+  done
+done
+
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r id label k n cmd <<<"$row"
+    n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN {printf "%d", n * s}')
+    for side in "${SIDES[@]}"; do
+      pid=$(cat "${DIR[$side]}/redis.pid")
+      perf record -q -g -F 2000 -p "$pid" -o "$WORK/perf.data" 2>/dev/null &
+      perf_pid=$!
+      sleep 0.5
+      # shellcheck disable=SC2086
+      run "$side" "$n" $cmd >/dev/null
+      kill -INT "$perf_pid"
+      wait "$perf_pid" || true
+      { echo "# $label — $side"; perf report -i "$WORK/perf.data" --stdio --no-children \
+          --sort symbol -g none --percent-limit 1 2>/dev/null | grep -E '^ +[0-9]'; } \
+        >"$PROFILE/$id.$side.txt"
+    done
+  done
+  echo "profiles in $PROFILE"
+fi

@@ -3,7 +3,8 @@
 # temp dir, drives it with redis-benchmark (Debian's redis-tools), and prints ops/s and items/s
 # next to the same server's GET/SET throughput at the same pipeline depth (the reference for the
 # server's own per-command cost), as ratios measured in the same run; batch commands next to the
-# same items sent one command each. Then SAVE / DEBUG RELOAD / BGREWRITEAOF times and peak RSS
+# same items sent one command each, and next to SMISMEMBER of as many arguments (the server's
+# own ceiling for such a command). bench/compare.sh gives before/after tables. Then SAVE / DEBUG RELOAD / BGREWRITEAOF times and peak RSS
 # for a large filter, next to a string of the same size.
 #
 # Usage: bench/server.sh            (defaults: 200 000 requests per run, 1e8-item large filter,
@@ -107,9 +108,16 @@ while total > 0:
 PY
 # (Its item count stays 0: LOADCHUNK writes bits only, so BF.MADD keeps adding to this layer.)
 echo "large filter, half of its bits set by LOADCHUNK: $(cli BF.DEBUG large | tail -1)"
+cli SADD set1 member >/dev/null
 for K in 100 1000; do
   ARGS=$(rand_args "$K")
   N=$((REQUESTS / K * 10)); [ "$N" -ge 200 ] || N=200
+  # The server's own ceiling for a command of K arguments: SMISMEMBER on a one-member set
+  # (parsing the arguments, one cheap lookup each, K replies).
+  # shellcheck disable=SC2086
+  read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 SMISMEMBER set1 $ARGS)
+  report "SMISMEMBER x$K, one-member set (ceiling)" "$K" 0 "$lo" "$med" "$hi"
+  smis_med=$med
   # The same items one command each, K commands per round trip: the item-by-item reference.
   read -r lo med hi < <(rps -n $((N * K)) -P "$K" -r 1000000000 BF.EXISTS large __rand_int__)
   report "BF.EXISTS large P=$K (item by item)" 1 0 "$lo" "$med" "$hi"
@@ -120,14 +128,15 @@ for K in 100 1000; do
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MEXISTS large $ARGS)
   report "BF.MEXISTS large x$K P=1 (vs BF.EXISTS P=$K)" "$K" "$(( exists_med / K ))" "$lo" "$med" "$hi"
+  report "BF.MEXISTS large x$K P=1 (vs SMISMEMBER x$K)" "$K" "$smis_med" "$lo" "$med" "$hi"
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MADD large $ARGS)
   report "BF.MADD large x$K P=1 (vs BF.ADD P=$K)" "$K" "$(( add_med / K ))" "$lo" "$med" "$hi"
   # shellcheck disable=SC2086
   read -r lo med hi < <(rps -n "$N" -P 1 -r 1000000000 BF.MEXISTS small $ARGS)
-  report "BF.MEXISTS small x$K P=1" "$K" 0 "$lo" "$med" "$hi"
+  report "BF.MEXISTS small x$K P=1 (vs SMISMEMBER x$K)" "$K" "$smis_med" "$lo" "$med" "$hi"
 done
-cli DEL large small >/dev/null
+cli DEL large small set1 >/dev/null
 echo
 [ "$PERSIST_BYTES" -gt 0 ] || exit 0
 

@@ -172,11 +172,15 @@ impl Chain {
     /// bytes a new layer may take and is asked only when a new layer is about to be created.
     /// Same results and same bits as [`Chain::add_hashed`] item by item.
     ///
-    /// Software pipelining: while item `i` is added, the first [`ADD_PREFETCH_PROBES`] bit
-    /// positions (all k of a usual filter) of item `i + PREFETCH_DISTANCE` in the newest layer
-    /// are prefetched, unless that layer is full. A hint only: the adds themselves stay
-    /// strictly in order, so duplicates inside the batch and layer growth behave as item by
-    /// item.
+    /// Software pipelining: while item `i` is added, the cache lines item `i + PREFETCH_DISTANCE`
+    /// will need are prefetched in every layer it will look at (layers of at least
+    /// [`PREFETCH_MIN_BYTES`]): the first [`ADD_PREFETCH_PROBES`] bit positions (all k of a
+    /// usual filter) in the newest layer, where a new item is tested and then set, and the
+    /// first [`CHECK_PREFETCH_PROBES`] in each older layer, where it is only tested (and
+    /// usually rejected by its first probes). While the newest layer is full the next new item
+    /// goes to a layer that does not exist yet (or is refused), so the newest layer is then
+    /// treated as an older one. A hint only: the adds themselves stay strictly in order, so
+    /// duplicates inside the batch and layer growth behave as item by item.
     pub fn add_many(
         &mut self,
         hashes: &[HashPair],
@@ -184,20 +188,32 @@ impl Chain {
         mut result: impl FnMut(usize, Result<AddOutcome, AddError>),
     ) {
         for (i, h) in hashes.iter().enumerate() {
-            if let (Some(ahead), Some(last)) =
-                (hashes.get(i + PREFETCH_DISTANCE), self.layers.last())
-            {
-                // Not when the newest layer is full: the next new item goes to a layer that does
-                // not exist yet (or is refused), so those lines would never be written.
-                if last.data.len() as u64 >= PREFETCH_MIN_BYTES && !self.needs_new_layer() {
-                    last.prefetch(ahead, ADD_PREFETCH_PROBES);
-                }
+            if let Some(ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+                self.prefetch_for_add(ahead);
             }
             let r = self.add_hashed_with(h, &mut budget);
             result(i, r);
             if r == Err(AddError::Full) {
                 return;
             }
+        }
+    }
+
+    /// The prefetching of [`Chain::add_many`] for one item.
+    #[inline]
+    fn prefetch_for_add(&self, h: &HashPair) {
+        let full = self.needs_new_layer();
+        let newest = self.layers.len().saturating_sub(1);
+        for (n, layer) in self.layers.iter().enumerate() {
+            if (layer.data.len() as u64) < PREFETCH_MIN_BYTES {
+                continue;
+            }
+            let probes = if n == newest && !full {
+                ADD_PREFETCH_PROBES
+            } else {
+                CHECK_PREFETCH_PROBES
+            };
+            layer.prefetch(h, probes);
         }
     }
 

@@ -128,11 +128,11 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
     }
     let mut layers = Vec::with_capacity(shapes.len());
     for (params, layer_size) in shapes {
-        layers.push(Layer {
+        layers.push(Layer::from_parts(
             params,
-            size: layer_size,
-            data: try_zeroed(params.bytes).map_err(|_| ChunkError::BadData)?,
-        });
+            layer_size,
+            try_zeroed(params.bytes).map_err(|_| ChunkError::BadData)?,
+        ));
     }
     Ok(Chain {
         size,

@@ -5,6 +5,8 @@
 //! positions we compute are identical to RedisBloom's (DECISIONS.md D1: never `ahash`, never
 //! `std`'s `DefaultHasher` — their output is not stable across builds).
 
+use strength_reduce::StrengthReducedU64;
+
 /// Seed of the first 64-bit hash (`a`); the second hash (`b`) is seeded with `a`.
 pub const SEED64: u64 = 0xc6a4a7935bd1e995;
 /// Seed of the first legacy 32-bit hash; the second one is seeded with the first result.
@@ -99,6 +101,44 @@ impl HashPair {
     pub fn position(&self, i: u64, modulus: u64) -> u64 {
         self.a.wrapping_add(i.wrapping_mul(self.b)) % modulus
     }
+
+    /// [`HashPair::position`] with a prepared modulus: the same value, computed by
+    /// multiplications instead of a 64-bit division.
+    #[inline]
+    pub fn position_in(&self, i: u64, modulus: &Modulus) -> u64 {
+        modulus.reduce(self.a.wrapping_add(i.wrapping_mul(self.b)))
+    }
+}
+
+/// A bit-position modulus prepared once (per layer) for exact remainders without a hardware
+/// division: the `strength_reduce` crate turns `x % m` into a 128-bit multiplication by a
+/// precomputed reciprocal and a correction, exact for every `x` (a power of two becomes a mask).
+#[derive(Debug, Clone, Copy)]
+pub struct Modulus(StrengthReducedU64);
+
+impl Modulus {
+    /// Prepares `m`. Panics if `m` is 0 (no layer has a zero modulus: see
+    /// `LayerParams::is_consistent`).
+    pub fn new(m: u64) -> Modulus {
+        Modulus(StrengthReducedU64::new(m))
+    }
+
+    /// The modulus itself.
+    pub fn get(&self) -> u64 {
+        self.0.get()
+    }
+
+    /// `x mod m`.
+    #[inline]
+    pub fn reduce(&self, x: u64) -> u64 {
+        x % self.0
+    }
+}
+
+impl PartialEq for Modulus {
+    fn eq(&self, other: &Modulus) -> bool {
+        self.get() == other.get()
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +176,41 @@ mod tests {
         assert_eq!((p.a, p.b), (0x7f1ddbbd, 0xed999d2d));
         let p = HashPair::hash32(b"");
         assert_eq!((p.a, p.b), (0x106e08d9, 0x456d9087));
+    }
+
+    /// The prepared modulus gives exactly `%` (this is what keeps the bits identical).
+    #[test]
+    fn prepared_modulus_is_exact() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        let mut moduli = vec![1, 2, 3, 7, 8, 64, 1152, 11072, 11_027_776, 9_059_361_088];
+        moduli.extend([1 << 40, (1 << 63) - 1, 1 << 63, u64::MAX - 1, u64::MAX]);
+        moduli.extend(
+            (0..200)
+                .map(|_| next() >> (next() % 64))
+                .filter(|m| *m != 0),
+        );
+        for m in moduli {
+            let prepared = Modulus::new(m);
+            assert_eq!(prepared.get(), m);
+            let mut xs = vec![0, 1, m - 1, m, m.wrapping_add(1), u64::MAX, u64::MAX - 1];
+            xs.extend((0..500).map(|_| next()));
+            for x in xs {
+                assert_eq!(prepared.reduce(x), x % m, "{x} mod {m}");
+            }
+            let h = HashPair {
+                a: next(),
+                b: next(),
+            };
+            for i in 0..40 {
+                assert_eq!(h.position_in(i, &prepared), h.position(i, m));
+            }
+        }
     }
 
     #[test]

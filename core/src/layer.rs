@@ -5,7 +5,7 @@
 //! e.g. Broder & Mitzenmacher, "Network Applications of Bloom Filters", 2004) with RedisBloom's
 //! truncated constants and rounding.
 
-use super::hash::HashPair;
+use super::hash::{HashPair, Modulus};
 use prefetch_index::prefetch_index;
 
 /// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact;
@@ -175,10 +175,22 @@ pub fn try_zeroed(len: u64) -> Result<Vec<u8>, LayerError> {
     Ok(v)
 }
 
+/// Layers up to this many bytes compute bit positions with a prepared modulus ([`Modulus`],
+/// multiplications); larger ones with the hardware division. Measured on the project's
+/// machine (AMD EPYC, 512 KiB L2, 32 MiB L3), interleaved in one process: on layers of 1.3 and
+/// 4 MiB the prepared modulus made checks 1.2–3.5× and sets 1.2–3× faster; on 8 MiB to 132 MiB
+/// layers, where every probe misses the caches, it made sets and prefetched checks 10–25 %
+/// slower (its extra instructions per probe leave fewer cache misses in flight in the
+/// out-of-order window than one divide instruction does).
+pub const PREPARED_MODULUS_MAX_BYTES: u64 = 4 << 20;
+
 /// One Bloom layer: its parameters, its item count and its bit array.
 ///
 /// Bit `x` lives in byte `x / 8` at mask `1 << (x % 8)` (LSB first), which is also the byte
 /// order of SCANDUMP chunks and RDB strings (DECISIONS.md D2).
+///
+/// Build it with [`Layer::new`] or [`Layer::from_parts`]; `params` must not change afterwards
+/// (the layer keeps its modulus prepared for fast remainders).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layer {
     /// Shape of the layer.
@@ -187,26 +199,59 @@ pub struct Layer {
     pub size: u64,
     /// The bit array, exactly `params.bytes` long.
     pub data: Vec<u8>,
+    /// `params.modulus()` prepared once, for layers of at most
+    /// [`PREPARED_MODULUS_MAX_BYTES`]; `None` for larger layers (hardware division).
+    prepared: Option<Modulus>,
 }
 
 impl Layer {
     /// A new, empty layer. Errors: [`LayerError::OutOfMemory`] if the bit array cannot be
     /// allocated.
     pub fn new(params: LayerParams) -> Result<Layer, LayerError> {
-        Ok(Layer {
+        Ok(Layer::from_parts(params, 0, try_zeroed(params.bytes)?))
+    }
+
+    /// A layer of shape `params` holding `size` items with bit array `data` (loaded from a
+    /// dump, an RDB value or a copy). `data` should be `params.bytes` long; `params` must
+    /// have a non-zero modulus (every consistent shape has one).
+    pub fn from_parts(params: LayerParams, size: u64, data: Vec<u8>) -> Layer {
+        let m = params.modulus();
+        Layer {
+            prepared: (m != 0 && params.bytes <= PREPARED_MODULUS_MAX_BYTES)
+                .then(|| Modulus::new(m)),
             params,
-            size: 0,
-            data: try_zeroed(params.bytes)?,
-        })
+            size,
+            data,
+        }
+    }
+
+    /// The i-th bit position of `h` in this layer ([`HashPair::position`] with this layer's
+    /// modulus).
+    #[inline]
+    pub fn position(&self, h: &HashPair, i: u64) -> u64 {
+        match &self.prepared {
+            Some(m) => h.position_in(i, m),
+            None => h.position(i, self.params.modulus()),
+        }
     }
 
     /// True when every one of the k bits of `h` is set. Tests in order, stops at the first
     /// clear bit.
     #[inline]
     pub fn contains(&self, h: &HashPair) -> bool {
-        let m = self.params.modulus();
+        match &self.prepared {
+            Some(m) => self.contains_by(|i| h.position_in(i, m)),
+            None => {
+                let m = self.params.modulus();
+                self.contains_by(|i| h.position(i, m))
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn contains_by(&self, position: impl Fn(u64) -> u64) -> bool {
         (0..u64::from(self.params.hashes)).all(|i| {
-            let x = h.position(i, m);
+            let x = position(i);
             self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
         })
     }
@@ -214,9 +259,19 @@ impl Layer {
     /// Sets the k bits of `h`. Does not touch the item count.
     #[inline]
     pub fn set(&mut self, h: &HashPair) {
-        let m = self.params.modulus();
+        match self.prepared {
+            Some(m) => self.set_by(|i| h.position_in(i, &m)),
+            None => {
+                let m = self.params.modulus();
+                self.set_by(|i| h.position(i, m))
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn set_by(&mut self, position: impl Fn(u64) -> u64) {
         for i in 0..u64::from(self.params.hashes) {
-            let x = h.position(i, m);
+            let x = position(i);
             self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
         }
     }
@@ -227,9 +282,17 @@ impl Layer {
     /// of several items overlap.
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
-        let m = self.params.modulus();
-        for i in 0..u64::from(probes.min(self.params.hashes)) {
-            prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
+        let probes = u64::from(probes.min(self.params.hashes));
+        match &self.prepared {
+            Some(m) => (0..probes).for_each(|i| {
+                prefetch_index(&self.data, (h.position_in(i, m) >> 3) as usize);
+            }),
+            None => {
+                let m = self.params.modulus();
+                (0..probes).for_each(|i| {
+                    prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
+                });
+            }
         }
     }
 }
@@ -310,6 +373,31 @@ mod tests {
     fn huge_allocation_is_an_error() {
         assert_eq!(try_zeroed(u64::MAX).unwrap_err(), LayerError::OutOfMemory);
         assert_eq!(try_zeroed(1 << 62).unwrap_err(), LayerError::OutOfMemory);
+    }
+
+    /// Both ways of computing positions (prepared modulus for small layers, hardware division
+    /// for large ones) give exactly `HashPair::position`, power-of-two layers included.
+    #[test]
+    fn positions_are_exact_on_both_sides_of_the_threshold() {
+        let small = LayerParams::for_capacity(1000, 0.005, MODERN).unwrap();
+        let pow2 = LayerParams::for_capacity(100, 0.01, OPT_FORCE64).unwrap();
+        let mut large = LayerParams::for_capacity(1000, 0.005, MODERN).unwrap();
+        // A shape over the threshold, without allocating it (positions only).
+        large.bytes = PREPARED_MODULUS_MAX_BYTES + 8;
+        large.bits = large.bytes * 8;
+        for params in [small, pow2, large] {
+            let layer = Layer::from_parts(params, 0, Vec::new());
+            assert_eq!(
+                layer.prepared.is_some(),
+                params.bytes <= PREPARED_MODULUS_MAX_BYTES
+            );
+            for n in 0..2000u32 {
+                let h = HashPair::hash64(&n.to_le_bytes());
+                for i in 0..u64::from(params.hashes) {
+                    assert_eq!(layer.position(&h, i), h.position(i, params.modulus()));
+                }
+            }
+        }
     }
 
     #[test]

@@ -115,11 +115,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError>
             return Err(DecodeError);
         }
         layers.try_reserve(1).map_err(|_| DecodeError)?;
-        layers.push(Layer {
-            params,
-            size: layer_size,
-            data,
-        });
+        layers.push(Layer::from_parts(params, layer_size, data));
     }
     let total: Option<u64> = layers
         .iter()

@@ -231,18 +231,16 @@ unsafe extern "C" fn copy(
 }
 
 /// A deep copy whose bit arrays are allocated fallibly.
-fn try_clone(chain: &Chain) -> Option<Chain> {
+pub(crate) fn try_clone(chain: &Chain) -> Option<Chain> {
     let mut layers = Vec::new();
     layers.try_reserve_exact(chain.layers.len()).ok()?;
     for l in &chain.layers {
         let mut data = Vec::new();
         data.try_reserve_exact(l.data.len()).ok()?;
         data.extend_from_slice(&l.data);
-        layers.push(crate::bloom::layer::Layer {
-            params: l.params,
-            size: l.size,
-            data,
-        });
+        layers.push(crate::bloom::layer::Layer::from_parts(
+            l.params, l.size, data,
+        ));
     }
     Some(Chain {
         size: chain.size,

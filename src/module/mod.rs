@@ -19,8 +19,19 @@ use redis_module::{
     Status,
 };
 use reply::Reply;
+use smallvec::SmallVec;
+use std::ffi::CStr;
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use window_type::WINDOW_TYPE;
+
+/// The C signature of a command handler.
+type RawCommand = unsafe extern "C" fn(
+    *mut raw::RedisModuleCtx,
+    *mut *mut raw::RedisModuleString,
+    c_int,
+) -> c_int;
 
 /// Runs a handler, sends its reply, and turns a panic into an error reply so that no panic
 /// ever unwinds into Redis.
@@ -47,16 +58,105 @@ macro_rules! commands {
 
 commands! {
     cmd_reserve => reserve::bf_reserve,
-    cmd_add => add::bf_add,
     cmd_madd => add::bf_madd,
     cmd_insert => add::bf_insert,
-    cmd_exists => exists::bf_exists,
     cmd_mexists => exists::bf_mexists,
     cmd_info => info::bf_info,
     cmd_card => info::bf_card,
     cmd_debug => info::bf_debug,
     cmd_scandump => dump::bf_scandump,
     cmd_loadchunk => dump::bf_loadchunk,
+}
+
+/// Runs a handler straight from Redis' `argv`, as [`run`] does, but keeps up to four
+/// arguments on the stack: the crate's command wrapper collects every argument into a new
+/// `Vec` per call, a heap allocation the single-item commands (BF.ADD, BF.EXISTS) skip.
+fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: fn(&Context, &[RedisString]) -> Reply,
+) -> c_int {
+    let context = Context::new(ctx);
+    let reply = catch_unwind(AssertUnwindSafe(|| {
+        let raw_args: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+            // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for the call.
+            Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+            _ => &[],
+        };
+        let args: SmallVec<[RedisString; 4]> = raw_args
+            .iter()
+            .map(|&a| RedisString::new(NonNull::new(ctx), a))
+            .collect();
+        handler(&context, &args)
+    }))
+    .unwrap_or(Reply::Error("ERR internal error in redis-bf"));
+    reply::send(&context, &reply);
+    raw::Status::Ok as c_int
+}
+
+macro_rules! raw_commands {
+    ($($name:ident => $handler:path),* $(,)?) => {
+        $(
+            extern "C" fn $name(
+                ctx: *mut raw::RedisModuleCtx,
+                argv: *mut *mut raw::RedisModuleString,
+                argc: c_int,
+            ) -> c_int {
+                dispatch(ctx, argv, argc, $handler)
+            }
+        )*
+    };
+}
+
+raw_commands! {
+    raw_add => add::bf_add,
+    raw_exists => exists::bf_exists,
+}
+
+/// Registers a command served by [`dispatch`], with the flags, key positions (key at index
+/// 1) and ACL categories the `redis_module!` list gives the others. Errors: Redis refused it.
+fn register_raw(
+    ctx: &Context,
+    name: &CStr,
+    handler: raw::RedisModuleCmdFunc,
+    flags: &CStr,
+    acl: &CStr,
+) -> Result<(), ()> {
+    // SAFETY: called during OnLoad with its live context; every string is NUL-terminated and
+    // outlives the call (Redis copies names and flags). SetCommandACLCategories (Redis ≥ 7.2)
+    // is used only when present, as the crate does.
+    unsafe {
+        let create = raw::RedisModule_CreateCommand.ok_or(())?;
+        if create(
+            ctx.get_raw(),
+            name.as_ptr(),
+            handler,
+            flags.as_ptr(),
+            1,
+            1,
+            1,
+        ) != raw::Status::Ok as c_int
+        {
+            return Err(());
+        }
+        if let (Some(set_acl), Some(get)) = (
+            raw::RedisModule_SetCommandACLCategories,
+            raw::RedisModule_GetCommand,
+        ) {
+            let command = get(ctx.get_raw(), name.as_ptr());
+            if command.is_null() {
+                return Err(());
+            }
+            // As the crate does for the commands it registers: a refused category is a warning.
+            if set_acl(command, acl.as_ptr()) != raw::Status::Ok as c_int {
+                ctx.log_warning(&format!(
+                    "redis-bf: failed to set the ACL categories {acl:?} of {name:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -74,6 +174,20 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             .for_each(|n| ctx.log_notice(&format!("redis-bf: {n}"))),
         Err(msg) => {
             ctx.log_warning(&format!("redis-bf: {msg}"));
+            return Status::Err;
+        }
+    }
+    for (name, handler, flags, acl) in [
+        (
+            c"bf.add",
+            raw_add as RawCommand,
+            c"write deny-oom",
+            c"write bloom",
+        ),
+        (c"bf.exists", raw_exists, c"readonly fast", c"read bloom"),
+    ] {
+        if register_raw(ctx, name, Some(handler), flags, acl).is_err() {
+            ctx.log_warning(&format!("redis-bf: could not register {name:?}"));
             return Status::Err;
         }
     }
@@ -99,10 +213,8 @@ redis_module! {
     init: init,
     commands: [
         ["bf.reserve", cmd_reserve, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["bf.add", cmd_add, "write deny-oom", 1, 1, 1, "", "write bloom"],
         ["bf.madd", cmd_madd, "write deny-oom", 1, 1, 1, "", "write bloom"],
         ["bf.insert", cmd_insert, "write deny-oom", 1, 1, 1, "", "write bloom"],
-        ["bf.exists", cmd_exists, "readonly fast", 1, 1, 1, "", "read bloom"],
         ["bf.mexists", cmd_mexists, "readonly fast", 1, 1, 1, "", "read bloom"],
         ["bf.info", cmd_info, "readonly fast", 1, 1, 1, "", "read bloom"],
         ["bf.card", cmd_card, "readonly fast", 1, 1, 1, "", "read bloom"],

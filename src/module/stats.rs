@@ -32,10 +32,18 @@ impl Footprint {
 }
 
 fn apply(filters: i64, f: Footprint, sign: i64) {
-    FILTERS.fetch_add(filters * sign, Ordering::Relaxed);
-    LAYERS.fetch_add(f.layers * sign, Ordering::Relaxed);
-    ITEMS.fetch_add(f.items * sign, Ordering::Relaxed);
-    BYTES.fetch_add(f.bytes * sign, Ordering::Relaxed);
+    // Zero deltas are skipped: most commands change one counter or none, and every
+    // `fetch_add` is a locked instruction.
+    for (counter, delta) in [
+        (&FILTERS, filters),
+        (&LAYERS, f.layers),
+        (&ITEMS, f.items),
+        (&BYTES, f.bytes),
+    ] {
+        if delta != 0 {
+            counter.fetch_add(delta * sign, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A filter came into existence (created, loaded, copied).

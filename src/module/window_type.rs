@@ -835,27 +835,7 @@ fn try_clone(w: &Window) -> Option<Window> {
     let mut gens = Vec::new();
     gens.try_reserve_exact(w.gens.len()).ok()?;
     for (n, c) in &w.gens {
-        let mut layers = Vec::new();
-        layers.try_reserve_exact(c.layers.len()).ok()?;
-        for l in &c.layers {
-            let mut data = Vec::new();
-            data.try_reserve_exact(l.data.len()).ok()?;
-            data.extend_from_slice(&l.data);
-            layers.push(crate::bloom::layer::Layer {
-                params: l.params,
-                size: l.size,
-                data,
-            });
-        }
-        gens.push((
-            *n,
-            crate::bloom::Chain {
-                size: c.size,
-                options: c.options,
-                growth: c.growth,
-                layers,
-            },
-        ));
+        gens.push((*n, crate::module::bloom_type::try_clone(c)?));
     }
     Some(Window {
         window_ms: w.window_ms,

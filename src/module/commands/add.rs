@@ -10,7 +10,8 @@ use crate::module::config;
 use crate::module::memory::new_array_budget;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
-use redis_module::{Context, NotifyEvent, RedisString};
+use redis_module::{raw, Context, NotifyEvent, RedisString};
+use std::ffi::CStr;
 
 /// How a missing key is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,9 +46,31 @@ enum Shape {
 
 /// BF.ADD: adds one item, creating a default filter when the key is missing.
 /// Replies 1 if the item was new, 0 if it may have been added before (RESP3: booleans).
+///
+/// On an existing filter this is the single-item path: no batch machinery and no heap
+/// allocation (the item is hashed and added in place; the reply, replication and keyspace
+/// event are the same as the shared add loop gives for one item).
 pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
+    }
+    {
+        let key = ctx.open_key_writable(&args[1]);
+        if let Lookup::Found(chain) = lookup_mut(&key) {
+            let before = Footprint::of(chain);
+            let h = chain.hash(args[2].as_slice());
+            let r = chain.add_hashed_with(&h, |c| new_array_budget(ctx, c.bit_array_bytes()));
+            stats::filter_changed(before, chain);
+            return match r {
+                Ok(AddOutcome::Added) => {
+                    ctx.replicate_verbatim();
+                    notify(ctx, c"bf.add", &args[1]);
+                    Reply::Bool(true)
+                }
+                Ok(AddOutcome::Exists) => Reply::Bool(false),
+                Err(e) => add_error(e),
+            };
+        }
     }
     add_items(
         ctx,
@@ -56,6 +79,31 @@ pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
         Creation::defaults(),
         Shape::Single,
     )
+}
+
+/// The error reply of a refused add.
+fn add_error(e: AddError) -> Reply {
+    match e {
+        AddError::Full => Reply::Error("ERR non scaling filter is full"),
+        AddError::CannotGrow => Reply::Error("ERR problem inserting into filter"),
+    }
+}
+
+/// Fires a module keyspace event without building a string (the crate's
+/// `notify_keyspace_event` allocates a C string per call).
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    // SAFETY: live context of the running command; `event` is NUL-terminated and `key.inner`
+    // is a valid string, both outliving the call (Redis copies what it keeps).
+    unsafe {
+        if let Some(f) = raw::RedisModule_NotifyKeyspaceEvent {
+            f(
+                ctx.get_raw(),
+                NotifyEvent::MODULE.bits(),
+                event.as_ptr(),
+                key.inner,
+            );
+        }
+    }
 }
 
 /// BF.MADD: adds items; array reply, stopping after a `non scaling filter is full` error.
@@ -189,8 +237,7 @@ fn add_items(
                     Reply::Bool(true)
                 }
                 Ok(AddOutcome::Exists) => Reply::Bool(false),
-                Err(AddError::Full) => Reply::Error("ERR non scaling filter is full"),
-                Err(AddError::CannotGrow) => Reply::Error("ERR problem inserting into filter"),
+                Err(e) => add_error(e),
             })
         },
     );
@@ -204,7 +251,7 @@ fn add_items(
         let all: Vec<&RedisString> = items.iter().collect();
         let replicated = if added.is_empty() { &all } else { &added };
         replicate_as_insert(ctx, key_name, &creation, replicated);
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", key_name);
+        notify(ctx, c"bf.reserve", key_name);
     } else if added.len() == items.len() {
         ctx.replicate_verbatim();
     } else if !added.is_empty() {
@@ -213,7 +260,7 @@ fn add_items(
         ctx.replicate("BF.MADD", argv.as_slice());
     }
     if !added.is_empty() {
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", key_name);
+        notify(ctx, c"bf.add", key_name);
     }
     match shape {
         Shape::Single => replies.pop().unwrap_or(Reply::Bool(false)),
