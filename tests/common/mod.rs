@@ -341,3 +341,314 @@ impl Rng {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// Steps written as the command lines they are
+// ------------------------------------------------------------------------------------------
+
+/// Splits a command line into arguments as redis-cli does: white space separates arguments;
+/// `"…"` groups one argument (may be empty) with the escapes `\"`, `\\`, `\n`, `\r`, `\t`
+/// and `\xHH` (any byte); `'…'` groups one argument verbatim except `\'`.
+/// `BF.ADD k "a b"` is three arguments, `BF.ADD k ""` adds the empty item,
+/// `BF.ADD k "a\x00b"` adds four bytes. Panics on an unclosed quote (a typo in a test).
+pub fn split_args(line: &str) -> Vec<Vec<u8>> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut arg = Vec::new();
+        match b[i] {
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                loop {
+                    assert!(i < b.len(), "unclosed quote in {line:?}");
+                    match b[i] {
+                        c if c == q => break,
+                        b'\\' if q == b'\'' && b.get(i + 1) == Some(&b'\'') => {
+                            arg.push(b'\'');
+                            i += 1;
+                        }
+                        b'\\' if q == b'"' => {
+                            i += 1;
+                            let e = *b.get(i).expect("dangling backslash");
+                            match e {
+                                b'n' => arg.push(b'\n'),
+                                b'r' => arg.push(b'\r'),
+                                b't' => arg.push(b'\t'),
+                                b'x' => {
+                                    let hex = line.get(i + 1..i + 3).expect("\\x needs 2 digits");
+                                    arg.push(u8::from_str_radix(hex, 16).expect("bad \\xHH"));
+                                    i += 2;
+                                }
+                                other => arg.push(other),
+                            }
+                        }
+                        c => arg.push(c),
+                    }
+                    i += 1;
+                }
+                i += 1;
+                assert!(
+                    i >= b.len() || b[i].is_ascii_whitespace(),
+                    "closing quote must be followed by a space in {line:?}"
+                );
+            }
+            _ => {
+                while i < b.len() && !b[i].is_ascii_whitespace() {
+                    arg.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        out.push(arg);
+    }
+    out
+}
+
+/// What a step may be given as its command: a command line (`"BF.ADD k a"`, split by
+/// [`split_args`]), a slice or array of `&str` (one element per argument, no splitting), or
+/// byte arguments (`Vec<Vec<u8>>`, e.g. from [`args!`](crate::args), or `&[&[u8]]`).
+pub trait Args {
+    fn to_args(&self) -> Vec<Vec<u8>>;
+}
+impl Args for str {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        split_args(self)
+    }
+}
+impl Args for String {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        split_args(self)
+    }
+}
+impl Args for [&str] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+}
+impl<const N: usize> Args for [&str; N] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self[..].to_args()
+    }
+}
+impl Args for Vec<&str> {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self[..].to_args()
+    }
+}
+impl Args for [&[u8]] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.iter().map(|a| a.to_vec()).collect()
+    }
+}
+impl Args for Vec<Vec<u8>> {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.clone()
+    }
+}
+impl<T: Args + ?Sized> Args for &T {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        (**self).to_args()
+    }
+}
+
+/// Byte arguments for a step, each anything that is `AsRef<[u8]>` (`&str`, `String`,
+/// `Vec<u8>`, `b"…"`, `[u8; N]`): `args!["BF.ADD", "k", item_bytes]`.
+#[macro_export]
+macro_rules! args {
+    ($($a:expr),* $(,)?) => {
+        vec![$(AsRef::<[u8]>::as_ref(&$a).to_vec()),*] as Vec<Vec<u8>>
+    };
+}
+
+/// Arguments as a readable line (bytes escaped, long ones cut).
+pub fn show_args(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| {
+            let s = a.escape_ascii().to_string();
+            if s.len() > 80 {
+                format!("{}…({} bytes)", &s[..80], a.len())
+            } else {
+                s
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A reply as compact text: integers, simple and bulk strings bare, `nil`, arrays `[a,b]`,
+/// maps `{k:v}`, booleans `true`/`false`, errors `(error) CODE detail`.
+pub fn reply_text(r: &redis::RedisResult<redis::Value>) -> String {
+    use redis::Value;
+    fn text(v: &Value) -> String {
+        match v {
+            Value::Nil => "nil".into(),
+            Value::Int(i) => i.to_string(),
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::SimpleString(s) => s.clone(),
+            Value::Okay => "OK".into(),
+            Value::Boolean(b) => b.to_string(),
+            Value::Double(d) => d.to_string(),
+            Value::Array(a) | Value::Set(a) => {
+                format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+            }
+            Value::Map(m) => format!(
+                "{{{}}}",
+                m.iter()
+                    .map(|(k, v)| format!("{}:{}", text(k), text(v)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Value::ServerError(e) => format!(
+                "(error) {}",
+                [e.code(), e.details().unwrap_or("")].join(" ").trim_end()
+            ),
+            other => format!("{other:?}"),
+        }
+    }
+    match r {
+        Ok(v) => text(v),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(c), Some(d)) => format!("(error) {c} {d}"),
+            (Some(c), None) => format!("(error) {c}"),
+            _ => format!("(error) {e}"),
+        },
+    }
+}
+
+/// A test written as steps: each step is one command, given as the command line it is, and
+/// the reply it must get, compared as [`reply_text`]. Every mismatch is recorded; dropping
+/// the stepper panics with all of them, so one run lists every wrong reply.
+///
+/// ```ignore
+/// let mut t = Steps::new(&server);
+/// t.ok("BF.RESERVE k 0.01 1000");
+/// t.eq("BF.MADD k a b", "[1,1]");
+/// t.err("BF.ADD", "ERR wrong number of arguments for 'bf.add' command");
+/// t.eq(args!["BF.EXISTS", "k", b"a\x00"], "0");
+/// t.steps(r#"
+///     BF.ADD k a        -> 0
+///     BF.ADD k "a b"    -> 1
+///     BF.INFO nokey     -> (error) ERR not found
+/// "#);
+/// ```
+pub struct Steps {
+    con: redis::Connection,
+    fails: Vec<String>,
+}
+
+impl Steps {
+    /// A stepper on a new RESP2 connection to `s`.
+    pub fn new(s: &Server) -> Steps {
+        Steps::on(s.conn())
+    }
+
+    /// A stepper on a new RESP3 connection to `s`.
+    pub fn resp3(s: &Server) -> Steps {
+        Steps::on(s.conn3())
+    }
+
+    /// A stepper on a given connection.
+    pub fn on(con: redis::Connection) -> Steps {
+        Steps {
+            con,
+            fails: Vec::new(),
+        }
+    }
+
+    /// Sends one command; the reply (or error) is returned unchecked.
+    pub fn run(&mut self, cmd: impl Args) -> redis::RedisResult<redis::Value> {
+        let args = cmd.to_args();
+        assert!(!args.is_empty(), "empty command");
+        let mut c = redis::cmd(std::str::from_utf8(&args[0]).expect("command name"));
+        for a in &args[1..] {
+            c.arg(&a[..]);
+        }
+        c.query(&mut self.con)
+    }
+
+    /// Records a mismatch by hand.
+    pub fn fail(&mut self, msg: impl Into<String>) {
+        self.fails.push(msg.into());
+    }
+
+    /// The reply, as [`reply_text`], must be `want`. Returns the reply.
+    pub fn eq(&mut self, cmd: impl Args, want: &str) -> redis::RedisResult<redis::Value> {
+        let args = cmd.to_args();
+        let got = self.run(&args);
+        let text = reply_text(&got);
+        if text != want {
+            self.fails.push(format!(
+                "{}\n      expected: {want}\n      got:      {text}",
+                show_args(&args)
+            ));
+        }
+        got
+    }
+
+    /// The reply must be `OK`.
+    pub fn ok(&mut self, cmd: impl Args) {
+        let _ = self.eq(cmd, "OK");
+    }
+
+    /// The reply must be the error `text` (the whole line, e.g. `ERR not found`).
+    pub fn err(&mut self, cmd: impl Args, text: &str) {
+        let _ = self.eq(cmd, &format!("(error) {text}"));
+    }
+
+    /// Runs a script of steps, one a line: `COMMAND LINE -> EXPECTED` (EXPECTED as
+    /// [`reply_text`]); blank lines and lines starting with `#` are skipped.
+    pub fn steps(&mut self, script: &str) {
+        for line in script.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (cmd, want) = line
+                .rsplit_once(" -> ")
+                .unwrap_or_else(|| panic!("step without ` -> `: {line:?}"));
+            let _ = self.eq(cmd.trim(), want.trim());
+        }
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        if !self.fails.is_empty() && !std::thread::panicking() {
+            panic!(
+                "{} mismatch(es):\n  {}",
+                self.fails.len(),
+                self.fails.join("\n  ")
+            );
+        }
+    }
+}
+
+/// The folder of shared specs, cases and fixtures (`../shared` next to the repository, or
+/// `BF_SHARED`), when it is there. Tests that need it call [`shared_or_skip`].
+pub fn shared_dir() -> Option<PathBuf> {
+    let p = std::env::var_os("BF_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    p.is_dir().then_some(p)
+}
+
+/// The shared folder, or — when it is absent — a loud `SKIP` line on stderr and `None`
+/// (the caller returns). With `BF_REQUIRE_SHARED=1` (CI) an absent folder fails the test.
+pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
+    let d = shared_dir();
+    if d.is_none() {
+        assert!(
+            std::env::var_os("BF_REQUIRE_SHARED").is_none(),
+            "{test}: ../shared is absent but BF_REQUIRE_SHARED is set"
+        );
+        eprintln!(
+            "\n*** SKIP {test}: ../shared (specs, cases, fixtures) is absent; \
+             nothing was checked ***\n"
+        );
+    }
+    d
+}
