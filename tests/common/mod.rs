@@ -480,15 +480,31 @@ pub fn show_args(args: &[Vec<u8>]) -> String {
         .join(" ")
 }
 
-/// A reply as compact text: integers, simple and bulk strings bare, `nil`, arrays `[a,b]`,
-/// maps `{k:v}`, booleans `true`/`false`, errors `(error) CODE detail`.
+/// Bytes in double quotes, `"` and `\` escaped and bytes outside printable ASCII as `\xHH`:
+/// the form [`split_args`] reads back.
+pub fn quoted(b: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &c in b {
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(c as char),
+            _ => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out + "\""
+}
+
+/// A reply as one line of text, the way steps write it: integers and simple strings bare,
+/// bulk strings [`quoted`], `nil`, arrays `[a,b]`, maps `{k:v}`, RESP3 booleans
+/// `true`/`false`, errors `(error) CODE detail`.
 pub fn reply_text(r: &redis::RedisResult<redis::Value>) -> String {
     use redis::Value;
     fn text(v: &Value) -> String {
         match v {
             Value::Nil => "nil".into(),
             Value::Int(i) => i.to_string(),
-            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::BulkString(b) => quoted(b),
             Value::SimpleString(s) => s.clone(),
             Value::Okay => "OK".into(),
             Value::Boolean(b) => b.to_string(),
@@ -608,7 +624,7 @@ impl Steps {
                 continue;
             }
             let (cmd, want) = line
-                .rsplit_once(" -> ")
+                .split_once(" -> ")
                 .unwrap_or_else(|| panic!("step without ` -> `: {line:?}"));
             let _ = self.eq(cmd.trim(), want.trim());
         }
@@ -645,9 +661,13 @@ pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
             std::env::var_os("BF_REQUIRE_SHARED").is_none(),
             "{test}: ../shared is absent but BF_REQUIRE_SHARED is set"
         );
-        eprintln!(
+        // Written to the stderr handle itself, not with eprintln!, so that the test harness
+        // does not capture it: the line shows even when the test passes.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "\n*** SKIP {test}: ../shared (specs, cases, fixtures) is absent; \
-             nothing was checked ***\n"
+             nothing was checked ***"
         );
     }
     d
