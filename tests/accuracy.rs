@@ -74,13 +74,13 @@ fn mexists_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> Vec<i
 }
 
 fn card(con: &mut redis::Connection, key: &str) -> u64 {
-    redis::cmd("BF.CARD").arg(key).query(con).unwrap()
+    common::cmd("BF.CARD").arg(key).query(con).unwrap()
 }
 
 /// BF.INFO as (capacity, number of filters, items).
 fn info(con: &mut redis::Connection, key: &str) -> (u64, u64, u64) {
     let field = |con: &mut redis::Connection, f: &str| -> u64 {
-        let v: Vec<u64> = redis::cmd("BF.INFO").arg(key).arg(f).query(con).unwrap();
+        let v: Vec<u64> = common::cmd("BF.INFO").arg(key).arg(f).query(con).unwrap();
         v[0]
     };
     (
@@ -194,7 +194,7 @@ fn scaling_filter_grown_to_100k_items() {
     let mut con = server.conn();
     let key = "acc-scaling";
     let error = 0.01;
-    let _: () = redis::cmd("BF.RESERVE")
+    let _: () = common::cmd("BF.RESERVE")
         .arg(key)
         .arg(error)
         .arg(1000)
@@ -251,7 +251,7 @@ fn nonscaling_filter_filled_to_capacity() {
     let key = "acc-nonscaling";
     let error = 0.001;
     let capacity = 10_000u64;
-    let _: () = redis::cmd("BF.RESERVE")
+    let _: () = common::cmd("BF.RESERVE")
         .arg(key)
         .arg(error)
         .arg(capacity)
@@ -267,7 +267,7 @@ fn nonscaling_filter_filled_to_capacity() {
     while card(&mut con, key) < capacity {
         assert!(next < 2 * capacity as usize, "cannot fill the filter");
         let item = format!("ns-member:{next}").into_bytes();
-        let _: i64 = redis::cmd("BF.ADD")
+        let _: i64 = common::cmd("BF.ADD")
             .arg(key)
             .arg(item.as_slice())
             .query(&mut con)
@@ -279,7 +279,7 @@ fn nonscaling_filter_filled_to_capacity() {
     assert_eq!(info(&mut con, key), (capacity, 1, capacity));
 
     // Full: new items are refused (those that look present answer 0), MADD stops at the error.
-    let mut cmd = redis::cmd("BF.MADD");
+    let mut cmd = common::cmd("BF.MADD");
     cmd.arg(key);
     for i in 0..50 {
         cmd.arg(format!("beyond:{i}"));
@@ -331,16 +331,14 @@ fn batch_commands_on_large_layers_match_single_item_commands() {
     // 300 000 items at 1e-6: a first layer of 1 132 420 bytes (k = 21), so both layers are
     // above the prefetching threshold.
     for key in ["by-batch", "by-item"] {
-        let _: () = redis::cmd("BF.RESERVE")
+        let _: () = common::cmd("BF.RESERVE")
             .arg(key)
             .arg(0.000001)
             .arg(300_000)
             .query(&mut con)
             .unwrap();
     }
-    let first_layer: Vec<u64> = redis::cmd("BF.INFO")
-        .arg("by-batch")
-        .arg("SIZE")
+    let first_layer: Vec<u64> = common::cmd("BF.INFO by-batch SIZE")
         .query(&mut con)
         .unwrap();
     assert!(

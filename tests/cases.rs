@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{quoted, show_args, split_args, Args, Server};
+use common::{quoted, show_args, split_args, step_lines, Args, Server};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -266,20 +266,13 @@ impl Case {
     /// Runs a script of steps, one a line: `COMMAND LINE -> REPLY`, the reply written as
     /// [`text`] writes it; blank lines and `#` comments are skipped.
     fn steps(&mut self, script: &str) {
-        for line in script.lines().map(str::trim) {
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (cmd, want) = line
-                .split_once(" -> ")
-                .unwrap_or_else(|| panic!("step without ` -> `: {line:?}"));
+        for (cmd, want) in step_lines(script) {
             let args = split_args(cmd);
             let got = self.run(&args);
-            if text(&got) != want.trim() {
+            if text(&got) != want {
                 self.fails.push(format!(
-                    "{}\n      expected: {}\n      got:      {}",
+                    "{}\n      expected: {want}\n      got:      {}",
                     show_args(&args),
-                    want.trim(),
                     text(&got)
                 ));
             }
@@ -382,14 +375,7 @@ impl Case {
 
 impl Drop for Case {
     fn drop(&mut self) {
-        if !self.fails.is_empty() && !std::thread::panicking() {
-            panic!(
-                "{}: {} mismatch(es):\n  {}",
-                self.name,
-                self.fails.len(),
-                self.fails.join("\n  ")
-            );
-        }
+        common::report_fails(&format!("{}: ", self.name), &self.fails);
     }
 }
 

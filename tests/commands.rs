@@ -234,13 +234,7 @@ impl Ck {
 
 impl Drop for Ck {
     fn drop(&mut self) {
-        if !self.fails.is_empty() && !std::thread::panicking() {
-            panic!(
-                "{} mismatch(es):\n  {}",
-                self.fails.len(),
-                self.fails.join("\n  ")
-            );
-        }
+        common::report_fails("", &self.fails);
     }
 }
 
@@ -1698,51 +1692,30 @@ fn redis_crate_client_view() {
     let s = Server::start();
     let mut c2 = s.conn();
     let mut c3 = s.conn3();
-    let v: Value = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("a")
-        .query(&mut c2)
-        .unwrap();
+    let v: Value = common::cmd("BF.ADD k a").query(&mut c2).unwrap();
     assert_eq!(v, Value::Int(1));
-    let v: Value = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.ADD k a").query(&mut c3).unwrap();
     assert_eq!(v, Value::Boolean(false));
-    let v: Value = redis::cmd("BF.EXISTS")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.EXISTS k a").query(&mut c3).unwrap();
     assert_eq!(v, Value::Boolean(true));
-    let v: Value = redis::cmd("BF.MEXISTS")
-        .arg("k")
-        .arg("a")
-        .arg("zz")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.MEXISTS k a zz").query(&mut c3).unwrap();
     assert_eq!(
         v,
         Value::Array(vec![Value::Boolean(true), Value::Boolean(false)])
     );
-    let b: bool = redis::cmd("BF.EXISTS")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let b: bool = common::cmd("BF.EXISTS k a").query(&mut c3).unwrap();
     assert!(b);
-    let n: i64 = redis::cmd("BF.CARD").arg("k").query(&mut c2).unwrap();
+    let n: i64 = common::cmd("BF.CARD k").query(&mut c2).unwrap();
     assert_eq!(n, 1);
     // BF.INFO as a map in RESP3, pairs in RESP2.
     let m: std::collections::HashMap<String, Option<i64>> =
-        redis::cmd("BF.INFO").arg("k").query(&mut c3).unwrap();
+        common::cmd("BF.INFO k").query(&mut c3).unwrap();
     let mut want = std::collections::HashMap::new();
     for (name, v) in INFO_NAMES.iter().zip([100, 240, 1, 1, 2]) {
         want.insert(name.to_string(), Some(v));
     }
     assert_eq!(m, want);
-    let v: Value = redis::cmd("BF.INFO").arg("k").query(&mut c2).unwrap();
+    let v: Value = common::cmd("BF.INFO k").query(&mut c2).unwrap();
     match v {
         Value::Array(items) => {
             assert_eq!(items.len(), 10);
@@ -1753,17 +1726,12 @@ fn redis_crate_client_view() {
         other => panic!("BF.INFO RESP2: expected an array, got {other:?}"),
     }
     // Top-level errors surface with their text.
-    let e = redis::cmd("BF.INFO")
-        .arg("missing")
+    let e = common::cmd("BF.INFO missing")
         .query::<Value>(&mut c2)
         .unwrap_err();
     assert!(e.to_string().contains("not found"), "{e}");
     // SCANDUMP final reply: [0, ""] with an empty bulk string, not nil.
-    let v: Value = redis::cmd("BF.SCANDUMP")
-        .arg("k")
-        .arg(145)
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.SCANDUMP k 145").query(&mut c3).unwrap();
     assert_eq!(
         v,
         Value::Array(vec![Value::Int(0), Value::BulkString(vec![])])

@@ -578,7 +578,7 @@ fn resp2(v: &redis::Value) -> Vec<u8> {
 }
 
 fn scandump(con: &mut redis::Connection, key: &[u8], iter: i64) -> (i64, Vec<u8>) {
-    redis::cmd("BF.SCANDUMP")
+    common::cmd("BF.SCANDUMP")
         .arg(key)
         .arg(iter)
         .query::<(i64, Vec<u8>)>(con)
@@ -625,7 +625,7 @@ fn golden_vectors_over_the_wire() {
         }
 
         // BF.DEBUG, BF.INFO SIZE, BF.CARD.
-        let debug: Vec<String> = redis::cmd("BF.DEBUG").arg(key).query(&mut con).unwrap();
+        let debug: Vec<String> = common::cmd("BF.DEBUG").arg(key).query(&mut con).unwrap();
         let want_debug: Vec<String> = gv["debug"]
             .as_array()
             .unwrap()
@@ -633,7 +633,7 @@ fn golden_vectors_over_the_wire() {
             .map(|d| d.as_str().unwrap().to_string())
             .collect();
         assert_eq!(debug, want_debug, "{name}: BF.DEBUG");
-        let size: Vec<u64> = redis::cmd("BF.INFO")
+        let size: Vec<u64> = common::cmd("BF.INFO")
             .arg(key)
             .arg("SIZE")
             .query(&mut con)
@@ -645,12 +645,12 @@ fn golden_vectors_over_the_wire() {
         );
         let links = gv["links"].as_array().unwrap();
         let items: u64 = links.iter().map(|l| l["size"].as_u64().unwrap()).sum();
-        let card: u64 = redis::cmd("BF.CARD").arg(key).query(&mut con).unwrap();
+        let card: u64 = common::cmd("BF.CARD").arg(key).query(&mut con).unwrap();
         assert_eq!(card, items, "{name}: BF.CARD");
 
         // DUMP payload: the module part always, the whole payload when the RDB version matches.
         let want = unhex(gv["dump_payload_hex"].as_str().unwrap());
-        let got: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut con).unwrap();
+        let got: Vec<u8> = common::cmd("DUMP").arg(key).query(&mut con).unwrap();
         assert!(got.len() > 10, "{name}: DUMP payload too short");
         let p = decode_payload(&got);
         assert_eq!(p.module_id, MODULE_ID, "{name}: module id in DUMP");
@@ -671,7 +671,7 @@ fn golden_vectors_over_the_wire() {
 
         // RedisBloom's own payload restores into an identical filter.
         let restored = format!("restored-{name}");
-        let _: () = redis::cmd("RESTORE")
+        let _: () = common::cmd("RESTORE")
             .arg(&restored)
             .arg(0)
             .arg(&want)
@@ -695,7 +695,7 @@ fn golden_vectors_over_the_wire() {
         let info_b = q(&mut con, &[b"BF.INFO", restored.as_bytes()]);
         assert_eq!(info_a, info_b, "{name}: BF.INFO of the restored copy");
         for item in gv["hash64"].as_object().unwrap().keys() {
-            let e: i64 = redis::cmd("BF.EXISTS")
+            let e: i64 = common::cmd("BF.EXISTS")
                 .arg(&restored)
                 .arg(item.as_bytes())
                 .query(&mut con)

@@ -117,24 +117,7 @@ impl Server {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return false;
-                }
-            }
-            if let Ok(mut con) = self.try_conn() {
-                // Wait until loading (RDB/AOF) is over.
-                if let Ok(r) = redis::cmd("PING").query::<String>(&mut con) {
-                    if r == "PONG" {
-                        return true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
     }
 
     fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
@@ -167,10 +150,7 @@ impl Server {
 
     /// Stops the server (SIGKILL) without removing its directory.
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        stop_child(&mut self.child);
     }
 
     /// Stops the server with SHUTDOWN NOSAVE (or kill) and starts it again on the same port and
@@ -201,6 +181,67 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Kills (SIGKILL) and reaps a server process, if there is one.
+pub fn stop_child(child: &mut Option<Child>) {
+    if let Some(mut c) = child.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Waits until the server on `port` answers PING with PONG (so loading is over): true, or
+/// false when `child` exits first or `timeout` passes.
+pub fn wait_pong(child: &mut Option<Child>, port: u16, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(Ok(Some(_))) = child.as_mut().map(|c| c.try_wait()) {
+            return false;
+        }
+        if raw_try(port, b"*1\r\n$4\r\nPING\r\n").as_deref() == Some(b"+PONG\r\n") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    false
+}
+
+/// Sends `request` (already RESP-encoded) on a new connection and returns the first read.
+fn raw_try(port: u16, request: &[u8]) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(request).ok()?;
+    let mut b = [0u8; 64];
+    let n = s.read(&mut b).ok()?;
+    Some(b[..n].to_vec())
+}
+
+/// A `redis::Cmd` from a command line (see [`Args`]): `cmd("CONFIG SET save").arg(x)`.
+pub fn cmd(line: impl Args) -> redis::Cmd {
+    let args = line.to_args();
+    let mut c = redis::Cmd::new();
+    for a in &args {
+        c.arg(&a[..]);
+    }
+    c
+}
+
+/// Appends an RDB length (6-bit, 14-bit, 32-bit or 64-bit big-endian form) to `out`.
+pub fn rdb_len(out: &mut Vec<u8>, n: u64) {
+    if n < 64 {
+        out.push(n as u8);
+    } else if n < 16384 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
     }
 }
 
@@ -619,27 +660,43 @@ impl Steps {
     /// Runs a script of steps, one a line: `COMMAND LINE -> EXPECTED` (EXPECTED as
     /// [`reply_text`]); blank lines and lines starting with `#` are skipped.
     pub fn steps(&mut self, script: &str) {
-        for line in script.lines().map(str::trim) {
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (cmd, want) = line
-                .split_once(" -> ")
-                .unwrap_or_else(|| panic!("step without ` -> `: {line:?}"));
-            let _ = self.eq(cmd.trim(), want.trim());
+        for (cmd, want) in step_lines(script) {
+            let _ = self.eq(cmd, want);
         }
+    }
+}
+
+/// The steps of a script, one a line: `COMMAND LINE -> EXPECTED` → `(command line,
+/// expected)`; blank lines and lines starting with `#` are skipped. Panics on a line without
+/// ` -> ` (a typo in a test).
+pub fn step_lines(script: &str) -> impl Iterator<Item = (&str, &str)> {
+    script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (cmd, want) = l
+                .split_once(" -> ")
+                .unwrap_or_else(|| panic!("step without ` -> `: {l:?}"));
+            (cmd.trim(), want.trim())
+        })
+}
+
+/// Panics with every recorded mismatch (what a checker does when dropped), unless there are
+/// none or the thread is already panicking.
+pub fn report_fails(name: &str, fails: &[String]) {
+    if !fails.is_empty() && !std::thread::panicking() {
+        panic!(
+            "{name}{} mismatch(es):\n  {}",
+            fails.len(),
+            fails.join("\n  ")
+        );
     }
 }
 
 impl Drop for Steps {
     fn drop(&mut self) {
-        if !self.fails.is_empty() && !std::thread::panicking() {
-            panic!(
-                "{} mismatch(es):\n  {}",
-                self.fails.len(),
-                self.fails.join("\n  ")
-            );
-        }
+        report_fails("", &self.fails);
     }
 }
 

@@ -318,27 +318,11 @@ impl DirServer {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if !self.is_alive() {
-                return false;
-            }
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
-                    let mut b = [0u8; 64];
-                    if let Ok(n) = s.read(&mut b) {
-                        if &b[..n] == b"+PONG\r\n" {
-                            // Make sure the server on this port is ours (not one another test
-                            // started on the same port while ours failed to bind).
-                            return self.is_alive() && self.serves_our_dir();
-                        }
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        false
+        // Make sure the server on this port is ours (not one another test started on the same
+        // port while ours failed to bind).
+        crate::common::wait_pong(&mut self.child, self.port, Duration::from_secs(60))
+            && self.is_alive()
+            && self.serves_our_dir()
     }
 
     fn serves_our_dir(&self) -> bool {
@@ -382,10 +366,7 @@ impl DirServer {
     }
 
     fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        crate::common::stop_child(&mut self.child);
     }
 }
 

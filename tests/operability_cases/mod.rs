@@ -34,7 +34,7 @@ macro_rules! for_each_scenario {
 }
 pub(crate) use for_each_scenario;
 
-use crate::common::{free_port, module_path, raw_command, scandump};
+use crate::common::{free_port, module_path, raw_command, scandump, stop_child, wait_pong};
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -105,21 +105,7 @@ impl Srv {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
-                return false;
-            }
-            if let Ok(mut c) = self.try_conn() {
-                if let Ok(r) = redis::cmd("PING").query::<String>(&mut c) {
-                    if r == "PONG" {
-                        return true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        false
+        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
     }
 
     fn try_conn(&self) -> redis::RedisResult<Connection> {
@@ -138,7 +124,7 @@ impl Srv {
     /// `nopass`).
     pub fn conn_as(&self, user: &str) -> Connection {
         let mut c = self.conn();
-        let _: () = redis::cmd("AUTH")
+        let _: () = crate::common::cmd("AUTH")
             .arg(user)
             .arg("any")
             .query(&mut c)
@@ -158,10 +144,7 @@ impl Srv {
     }
 
     fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        stop_child(&mut self.child);
     }
 }
 
@@ -989,7 +972,7 @@ pub fn notifications(bin: &str) {
     let chunks = scandump(&mut c, b"a");
     assert_eq!(chunks.len(), 2, "header and one chunk");
     let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
-        let _: () = redis::cmd("BF.LOADCHUNK")
+        let _: () = crate::common::cmd("BF.LOADCHUNK")
             .arg(key)
             .arg(*iter)
             .arg(data.as_slice())
@@ -1155,9 +1138,7 @@ pub fn copy_and_digest(bin: &str) {
 
     // DUMP / RESTORE.
     let payload: Vec<u8> = q(&mut c, &["DUMP", "src"]);
-    let _: () = redis::cmd("RESTORE")
-        .arg("rst")
-        .arg(0)
+    let _: () = crate::common::cmd("RESTORE rst 0")
         .arg(payload.as_slice())
         .query(&mut c)
         .unwrap();
@@ -1165,8 +1146,7 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(debug(&mut c, "rst"), src_debug);
     // SCANDUMP / LOADCHUNK.
     for (iter, data) in scandump(&mut c, b"src") {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("chunked")
+        let _: () = crate::common::cmd("BF.LOADCHUNK chunked")
             .arg(iter)
             .arg(data.as_slice())
             .query(&mut c)
@@ -1263,17 +1243,14 @@ pub fn info_section(bin: &str) {
     want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
     assert_eq!(info_bf(&mut c), want);
     let payload: Vec<u8> = q(&mut c, &["DUMP", "g"]);
-    let _: () = redis::cmd("RESTORE")
-        .arg("g3")
-        .arg(0)
+    let _: () = crate::common::cmd("RESTORE g3 0")
         .arg(payload.as_slice())
         .query(&mut c)
         .unwrap();
     want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
     assert_eq!(info_bf(&mut c), want);
     for (iter, data) in scandump(&mut c, b"g") {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("g4")
+        let _: () = crate::common::cmd("BF.LOADCHUNK g4")
             .arg(iter)
             .arg(data.as_slice())
             .query(&mut c)
@@ -1283,9 +1260,7 @@ pub fn info_section(bin: &str) {
     assert_eq!(info_bf(&mut c), want);
 
     // RESTORE REPLACE over a filter: the old one is freed.
-    let _: () = redis::cmd("RESTORE")
-        .arg("g3")
-        .arg(0)
+    let _: () = crate::common::cmd("RESTORE g3 0")
         .arg(payload.as_slice())
         .arg("REPLACE")
         .query(&mut c)
