@@ -339,21 +339,11 @@ fn decode_payload(p: &[u8]) -> Payload {
 fn check_vector_core(name: &str) {
     let g = golden();
     let gv = &g[name];
-    let commands: Vec<String> = gv["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_string())
-        .collect();
+    let commands: Vec<String> = common::json_strs(&gv["commands"]);
     let (chain, replies) = replay(&commands);
 
     // Replies of the recorded commands.
-    let want_replies: Vec<&str> = gv["replies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let want_replies = common::json_strs(&gv["replies"]);
     assert_eq!(replies, want_replies, "{name}: replies");
 
     // Hash pairs.
@@ -431,12 +421,7 @@ fn check_vector_core(name: &str) {
     );
 
     // BF.DEBUG lines, BF.INFO Size and the per-layer parameters.
-    let want_debug: Vec<&str> = gv["debug"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap())
-        .collect();
+    let want_debug = common::json_strs(&gv["debug"]);
     assert_eq!(debug_lines(&chain), want_debug, "{name}: BF.DEBUG");
     assert_eq!(
         chain.mem_usage(),
@@ -613,25 +598,23 @@ fn golden_vectors_over_the_wire() {
         }
 
         // SCANDUMP steps as recorded.
-        for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
-            let (next, data) = scandump(&mut con, key, rec["request_iter"].as_i64().unwrap());
-            let label = format!("{name} server scandump step {i}");
-            assert_eq!(
-                next,
-                rec["reply_iter"].as_i64().unwrap(),
-                "{label}: next iter"
-            );
-            check_chunk(&label, rec, &data);
-        }
+        let check_scandump = |con: &mut redis::Connection, key: &[u8], what: &str| {
+            for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
+                let (next, data) = scandump(con, key, rec["request_iter"].as_i64().unwrap());
+                let label = format!("{name} {what} scandump step {i}");
+                assert_eq!(
+                    next,
+                    rec["reply_iter"].as_i64().unwrap(),
+                    "{label}: next iter"
+                );
+                check_chunk(&label, rec, &data);
+            }
+        };
+        check_scandump(&mut con, key, "server");
 
         // BF.DEBUG, BF.INFO SIZE, BF.CARD.
         let debug: Vec<String> = common::cmd("BF.DEBUG").arg(key).query(&mut con).unwrap();
-        let want_debug: Vec<String> = gv["debug"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_str().unwrap().to_string())
-            .collect();
+        let want_debug: Vec<String> = common::json_strs(&gv["debug"]);
         assert_eq!(debug, want_debug, "{name}: BF.DEBUG");
         let size: Vec<u64> = common::cmd("BF.INFO")
             .arg(key)
@@ -677,20 +660,7 @@ fn golden_vectors_over_the_wire() {
             .arg(&want)
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{name}: RESTORE of the recorded payload: {e}"));
-        for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
-            let (next, data) = scandump(
-                &mut con,
-                restored.as_bytes(),
-                rec["request_iter"].as_i64().unwrap(),
-            );
-            let label = format!("{name} restored scandump step {i}");
-            assert_eq!(
-                next,
-                rec["reply_iter"].as_i64().unwrap(),
-                "{label}: next iter"
-            );
-            check_chunk(&label, rec, &data);
-        }
+        check_scandump(&mut con, restored.as_bytes(), "restored");
         let info_a = q(&mut con, &[b"BF.INFO", key]);
         let info_b = q(&mut con, &[b"BF.INFO", restored.as_bytes()]);
         assert_eq!(info_a, info_b, "{name}: BF.INFO of the restored copy");

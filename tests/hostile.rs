@@ -24,9 +24,11 @@
 //! Runs in ~15–30 s. Seeds are printed (`BF_HOSTILE_SEED=…` repeats a run).
 
 mod common;
+mod fxutil;
 mod robust;
 
 use common::{cmd, crc64, rdb_len, scandump, Rng, Server};
+use fxutil::{parse_header, write_header, Header, MLayer};
 use redis::{Connection, ConnectionLike, Value};
 use redis_bf::bloom::dump::encode_header;
 use redis_bf::bloom::layer::{Layer, LayerParams};
@@ -819,10 +821,7 @@ fn assert_no_panic(s: &Server) {
 /// LOADCHUNK refuses both).
 #[test]
 fn restored_filters_survive_an_aof_rewrite() {
-    let mut s = Server::start_with(
-        &[],
-        &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")],
-    );
+    let mut s = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = s.conn();
     assert!(cmd_text(&mut con, "BF.RESERVE src 0.1 4 EXPANSION 3").is_ok());
     assert!(cmd_text(&mut con, "BF.MADD src a b c d e f g h i j k l").is_ok());
@@ -887,74 +886,6 @@ fn restored_filters_survive_an_aof_rewrite() {
 
 // ------------------------------------------------------------------------------------------
 // LOADCHUNK headers.
-
-#[derive(Clone, Debug)]
-struct HLayer {
-    bytes: u64,
-    bits: u64,
-    size: u64,
-    error: f64,
-    bpe: f64,
-    hashes: u32,
-    entries: u64,
-    n2: u8,
-}
-
-#[derive(Clone, Debug)]
-struct Header {
-    size: u64,
-    nfilters: u32,
-    options: u32,
-    growth: u32,
-    layers: Vec<HLayer>,
-}
-
-fn parse_header(h: &[u8]) -> Header {
-    let u64_at = |p: usize| u64::from_le_bytes(h[p..p + 8].try_into().unwrap());
-    let u32_at = |p: usize| u32::from_le_bytes(h[p..p + 4].try_into().unwrap());
-    let nfilters = u32_at(8);
-    let layers = (0..nfilters as usize)
-        .map(|i| {
-            let b = 20 + 53 * i;
-            HLayer {
-                bytes: u64_at(b),
-                bits: u64_at(b + 8),
-                size: u64_at(b + 16),
-                error: f64::from_bits(u64_at(b + 24)),
-                bpe: f64::from_bits(u64_at(b + 32)),
-                hashes: u32_at(b + 40),
-                entries: u64_at(b + 44),
-                n2: h[b + 52],
-            }
-        })
-        .collect();
-    Header {
-        size: u64_at(0),
-        nfilters,
-        options: u32_at(12),
-        growth: u32_at(16),
-        layers,
-    }
-}
-
-fn write_header(h: &Header) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&h.size.to_le_bytes());
-    out.extend_from_slice(&h.nfilters.to_le_bytes());
-    out.extend_from_slice(&h.options.to_le_bytes());
-    out.extend_from_slice(&h.growth.to_le_bytes());
-    for l in &h.layers {
-        out.extend_from_slice(&l.bytes.to_le_bytes());
-        out.extend_from_slice(&l.bits.to_le_bytes());
-        out.extend_from_slice(&l.size.to_le_bytes());
-        out.extend_from_slice(&l.error.to_le_bytes());
-        out.extend_from_slice(&l.bpe.to_le_bytes());
-        out.extend_from_slice(&l.hashes.to_le_bytes());
-        out.extend_from_slice(&l.entries.to_le_bytes());
-        out.push(l.n2);
-    }
-    out
-}
 
 /// Error rate → (bpe, hashes) as the sizing rules compute them (with RedisBloom's truncated
 /// constants, as the module has them).
@@ -1313,7 +1244,7 @@ fn absurd_sizes_are_errors_not_crashes() {
         nfilters: 1,
         options: 5,
         growth: u32::MAX,
-        layers: vec![HLayer {
+        layers: vec![MLayer {
             bytes: 8,
             bits: 64,
             size: 1 << 62,
@@ -1322,6 +1253,7 @@ fn absurd_sizes_are_errors_not_crashes() {
             hashes: k,
             entries: 1 << 62,
             n2: 0,
+            data: Vec::new(),
         }],
     });
     let _: () = cmd("BF.LOADCHUNK ov 1")

@@ -969,10 +969,7 @@ fn wait_no_rewrite(con: &mut redis::Connection) {
 
 #[test]
 fn aof_rewrite_without_preamble_keeps_every_filter() {
-    let mut server = Server::start_with(
-        &[],
-        &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")],
-    );
+    let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = server.conn();
     wait_no_rewrite(&mut con);
     let f = Fixture::create(&mut con, &base_ops());

@@ -200,8 +200,7 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
                     con,
                     common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("NOCREATE")
-                        .arg("ITEMS")
+                        .arg(common::split_args("NOCREATE ITEMS"))
                         .arg(group),
                     "INSERT NOCREATE",
                 );
@@ -212,13 +211,9 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
                     con,
                     common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("CAPACITY")
-                        .arg(300)
-                        .arg("ERROR")
-                        .arg(0.005)
-                        .arg("EXPANSION")
-                        .arg(3)
-                        .arg("ITEMS")
+                        .arg(common::split_args(
+                            "CAPACITY 300 ERROR 0.005 EXPANSION 3 ITEMS",
+                        ))
                         .arg(group),
                     "INSERT",
                 );
@@ -229,12 +224,9 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
                     con,
                     common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("CAPACITY")
-                        .arg(5000)
-                        .arg("ERROR")
-                        .arg(0.01)
-                        .arg("NONSCALING")
-                        .arg("ITEMS")
+                        .arg(common::split_args(
+                            "CAPACITY 5000 ERROR 0.01 NONSCALING ITEMS",
+                        ))
                         .arg(group),
                     "INSERT NONSCALING",
                 );

@@ -27,6 +27,28 @@ pub fn module_path() -> PathBuf {
     p
 }
 
+/// The start of every test server's command line: `bin --port PORT --bind 127.0.0.1 --dir
+/// DIR --save "" --daemonize no [--logfile LOG] --loadmodule MODULE`. The caller adds the
+/// module's arguments next, then any `--name value` options.
+pub fn server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .arg("--bind")
+        .arg("127.0.0.1")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--save")
+        .arg("")
+        .arg("--daemonize")
+        .arg("no");
+    if let Some(log) = log {
+        cmd.arg("--logfile").arg(log);
+    }
+    cmd.arg("--loadmodule").arg(module_path());
+    cmd
+}
+
 /// The server binary to run.
 pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
@@ -40,6 +62,10 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Server options for an AOF without RDB preamble (every filter rewritten as commands).
+pub const AOF_NO_PREAMBLE: &[(&str, &str)] =
+    &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")];
 
 /// A running redis-server with the module loaded. Killed and its directory removed on drop.
 pub struct Server {
@@ -83,24 +109,11 @@ impl Server {
             if self.port == 0 {
                 self.port = free_port();
             }
-            let mut cmd = Command::new(server_binary());
-            cmd.arg("--port")
-                .arg(self.port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--dir")
-                .arg(self.dir.path())
-                .arg("--save")
-                .arg("")
+            let log = self.dir.path().join("server.log");
+            let mut cmd = server_command(&server_binary(), self.port, self.dir.path(), Some(&log));
+            cmd.args(&self.module_args)
                 .arg("--enable-debug-command")
-                .arg("yes")
-                .arg("--daemonize")
-                .arg("no")
-                .arg("--logfile")
-                .arg(self.dir.path().join("server.log"));
-            let mut load = vec![module_path().display().to_string()];
-            load.extend(self.module_args.iter().cloned());
-            cmd.arg("--loadmodule").args(&load);
+                .arg("yes");
             for (k, v) in &self.extra {
                 cmd.arg(format!("--{k}")).arg(v);
             }
@@ -357,6 +370,15 @@ pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, V
     }
 }
 
+/// The strings of a JSON array (panics on anything else: the fixture is wrong).
+pub fn json_strs(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v}"))
+        .iter()
+        .map(|s| s.as_str().expect("a JSON string").to_string())
+        .collect()
+}
+
 /// xorshift64* — deterministic test data.
 #[derive(Clone)]
 pub struct Rng(pub u64);
@@ -536,39 +558,43 @@ pub fn quoted(b: &[u8]) -> String {
     out + "\""
 }
 
+/// A reply value as one line of text (see [`reply_text`]); bulk strings [`quoted`] or bare.
+pub fn value_text(v: &redis::Value, quote_bulk: bool) -> String {
+    use redis::Value;
+    let text = |v: &Value| value_text(v, quote_bulk);
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Int(i) => i.to_string(),
+        Value::BulkString(b) if quote_bulk => quoted(b),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Double(d) => d.to_string(),
+        Value::Array(a) | Value::Set(a) => {
+            format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+        }
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", text(k), text(v)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Value::ServerError(e) => format!(
+            "(error) {}",
+            [e.code(), e.details().unwrap_or("")].join(" ").trim_end()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
 /// A reply as one line of text, the way steps write it: integers and simple strings bare,
 /// bulk strings [`quoted`], `nil`, arrays `[a,b]`, maps `{k:v}`, RESP3 booleans
 /// `true`/`false`, errors `(error) CODE detail`.
 pub fn reply_text(r: &redis::RedisResult<redis::Value>) -> String {
-    use redis::Value;
-    fn text(v: &Value) -> String {
-        match v {
-            Value::Nil => "nil".into(),
-            Value::Int(i) => i.to_string(),
-            Value::BulkString(b) => quoted(b),
-            Value::SimpleString(s) => s.clone(),
-            Value::Okay => "OK".into(),
-            Value::Boolean(b) => b.to_string(),
-            Value::Double(d) => d.to_string(),
-            Value::Array(a) | Value::Set(a) => {
-                format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
-            }
-            Value::Map(m) => format!(
-                "{{{}}}",
-                m.iter()
-                    .map(|(k, v)| format!("{}:{}", text(k), text(v)))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            Value::ServerError(e) => format!(
-                "(error) {}",
-                [e.code(), e.details().unwrap_or("")].join(" ").trim_end()
-            ),
-            other => format!("{other:?}"),
-        }
-    }
     match r {
-        Ok(v) => text(v),
+        Ok(v) => value_text(v, true),
         Err(e) => match (e.code(), e.detail()) {
             (Some(c), Some(d)) => format!("(error) {c} {d}"),
             (Some(c), None) => format!("(error) {c}"),

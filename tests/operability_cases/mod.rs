@@ -34,11 +34,13 @@ macro_rules! for_each_scenario {
 }
 pub(crate) use for_each_scenario;
 
-use crate::common::{free_port, module_path, raw_command, scandump, stop_child, wait_pong};
+use crate::common::{
+    free_port, raw_command, scandump, server_command, stop_child, value_text, wait_pong,
+};
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------------------
@@ -68,26 +70,13 @@ impl Srv {
         };
         for _ in 0..5 {
             s.port = free_port();
-            let mut cmd = Command::new(bin);
-            cmd.arg("--port")
-                .arg(s.port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--dir")
-                .arg(s.dir.path())
-                .arg("--save")
-                .arg("")
+            let log = s.dir.path().join("server.log");
+            let mut cmd = server_command(bin, s.port, s.dir.path(), Some(&log));
+            cmd.args(module_args)
                 .arg("--appendonly")
                 .arg("no")
                 .arg("--enable-debug-command")
-                .arg("yes")
-                .arg("--daemonize")
-                .arg("no")
-                .arg("--logfile")
-                .arg(s.dir.path().join("server.log"))
-                .arg("--loadmodule")
-                .arg(module_path())
-                .args(module_args);
+                .arg("yes");
             for (k, v) in extra {
                 cmd.arg(format!("--{k}")).arg(v);
             }
@@ -191,24 +180,7 @@ pub fn qerr(c: &mut Connection, args: &[&str]) -> String {
 
 /// A reply value as compact text: strings bare, arrays `[a,b]`, nil `nil`.
 pub fn text(v: &Value) -> String {
-    match v {
-        Value::Nil => "nil".into(),
-        Value::Int(i) => i.to_string(),
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Okay => "OK".into(),
-        Value::Array(a) | Value::Set(a) => {
-            format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
-        }
-        Value::Map(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}:{}", text(k), text(v)))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        other => format!("{other:?}"),
-    }
+    value_text(v, false)
 }
 
 fn items(v: &Value) -> &[Value] {
@@ -661,17 +633,7 @@ fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
         .unwrap();
     let out_path = dir.path().join("out.txt");
     let out = File::create(&out_path).unwrap();
-    let mut child = Command::new(bin)
-        .arg("--port")
-        .arg(free_port().to_string())
-        .arg("--bind")
-        .arg("127.0.0.1")
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--save")
-        .arg("")
-        .arg("--loadmodule")
-        .arg(module_path())
+    let mut child = server_command(bin, free_port(), dir.path(), None)
         .args(args)
         .stdout(Stdio::from(out.try_clone().unwrap()))
         .stderr(Stdio::from(out))
