@@ -341,7 +341,7 @@ impl Case {
         let mut chunks = Vec::new();
         let mut it = 0i64;
         loop {
-            let r = self.run(&["BF.SCANDUMP", key, &it.to_string()]);
+            let r = self.run(["BF.SCANDUMP", key, &it.to_string()]);
             match r {
                 R::Arr(v) if v.len() == 2 => match (&v[0], &v[1]) {
                     (R::Int(0), R::Bulk(d)) if d.is_empty() => return chunks,
@@ -672,7 +672,7 @@ fn b14_scaling_layers() {
     "#,
     );
     let items = names("i", 1, 25);
-    t.eq(&madd_args("BF.MADD", "s", &items), ones(25));
+    t.eq(madd_args("BF.MADD", "s", &items), ones(25));
     t.steps(
         r#"
         BF.INFO s CAPACITY               -> [30]
@@ -685,7 +685,7 @@ fn b14_scaling_layers() {
     "#,
     );
     let more = names("i", 27, 31);
-    t.eq(&madd_args("BF.MADD", "s", &more), ones(5));
+    t.eq(madd_args("BF.MADD", "s", &more), ones(5));
     t.steps(
         r#"
         BF.INFO s FILTERS                  -> [3]
@@ -768,7 +768,7 @@ fn b17_rdb_reload() {
     "#,
     );
     let p = names("p", 1, 35);
-    t.eq(&madd_args("BF.MADD", "p:scaled", &p), ones(35));
+    t.eq(madd_args("BF.MADD", "p:scaled", &p), ones(35));
     t.steps(
         r#"
         BF.RESERVE p:ns 0.001 5 NONSCALING     -> OK
@@ -777,7 +777,7 @@ fn b17_rdb_reload() {
     "#,
     );
     let q1 = names("q", 1, 12);
-    t.eq(&madd_args("BF.MADD", "p:exp4", &q1), ones(12));
+    t.eq(madd_args("BF.MADD", "p:exp4", &q1), ones(12));
     t.steps(
         r#"
         BF.ADD p:bin "\x00\xff\x00" -> 1
@@ -802,7 +802,7 @@ fn b17_rdb_reload() {
         BF.INFO p:scaled EXPANSION -> [2]
     "#,
     );
-    t.eq(&madd_args("BF.MEXISTS", "p:scaled", &p), ones(35));
+    t.eq(madd_args("BF.MEXISTS", "p:scaled", &p), ones(35));
     t.steps(
         r#"
         BF.INFO p:ns EXPANSION   -> [nil]
@@ -814,7 +814,7 @@ fn b17_rdb_reload() {
     "#,
     );
     let q2 = names("q", 13, 51);
-    t.eq(&madd_args("BF.MADD", "p:exp4", &q2), ones(39));
+    t.eq(madd_args("BF.MADD", "p:exp4", &q2), ones(39));
     t.steps(
         r#"
         BF.INFO p:exp4 CAPACITY        -> [210]
@@ -823,7 +823,7 @@ fn b17_rdb_reload() {
     "#,
     );
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>99000 and t<=100000 then return 'TTL_OK' end return 'TTL_BAD '..t",
             &["p:scaled"],
             &[],
@@ -845,12 +845,12 @@ fn b19_scandump_loadchunk_round_trip() {
         BF.RESERVE src 0.001 1000 EXPANSION 2 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["src"], &["item:", "2500"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["src"], &["item:", "2500"]), bs("ADDED"));
     // header + one chunk per layer
     t.eq("BF.INFO src FILTERS", ia(&[2]));
-    t.eq(&eval(COPY_LOOP, &["src", "dst"], &[]), i(3));
-    t.eq(&eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
-    t.eq(&eval(COUNT_LOOP, &["dst"], &["item:", "2500"]), i(2500));
+    t.eq(eval(COPY_LOOP, &["src", "dst"], &[]), i(3));
+    t.eq(eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
+    t.eq(eval(COUNT_LOOP, &["dst"], &["item:", "2500"]), i(2500));
     // 2500 adds, one of them a false positive of the hash (model of §2).
     t.steps(
         r#"
@@ -858,7 +858,7 @@ fn b19_scandump_loadchunk_round_trip() {
         BF.CARD dst -> 2499
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["dst"], &["more:", "5000"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["dst"], &["more:", "5000"]), bs("ADDED"));
     t.steps(
         r#"
         BF.INFO dst CAPACITY              -> [15000]
@@ -866,7 +866,7 @@ fn b19_scandump_loadchunk_round_trip() {
         BF.MADD ns a b c                  -> [1,1,1]
     "#,
     );
-    t.eq(&eval(COPY_LOOP, &["ns", "ns2"], &[]), i(2));
+    t.eq(eval(COPY_LOOP, &["ns", "ns2"], &[]), i(2));
     t.steps(
         r#"
         BF.INFO ns2 EXPANSION          -> [nil]
@@ -874,16 +874,16 @@ fn b19_scandump_loadchunk_round_trip() {
         BF.RESERVE big 0.0001 10000000 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["big"], &["b:", "1000"]), bs("ADDED"));
-    t.eq(&eval(COPY_BOUNDED, &["big", "big2"], &[]), bs("CHUNKS_OK"));
-    t.eq(&eval(INFO_SAME, &["big", "big2"], &[]), bs("INFO_SAME"));
-    t.eq(&eval(COUNT_LOOP, &["big2"], &["b:", "1000"]), i(1000));
+    t.eq(eval(ADD_LOOP, &["big"], &["b:", "1000"]), bs("ADDED"));
+    t.eq(eval(COPY_BOUNDED, &["big", "big2"], &[]), bs("CHUNKS_OK"));
+    t.eq(eval(INFO_SAME, &["big", "big2"], &[]), bs("INFO_SAME"));
+    t.eq(eval(COUNT_LOOP, &["big2"], &["b:", "1000"]), i(1000));
     // dst now has 4 layers: header + 4 chunks.
     t.eq("DEL src", i(1));
-    t.eq(&eval(COPY_LOOP, &["dst", "src"], &[]), i(5));
-    t.eq(&eval(COUNT_LOOP, &["src"], &["item:", "2500"]), i(2500));
+    t.eq(eval(COPY_LOOP, &["dst", "src"], &[]), i(5));
+    t.eq(eval(COUNT_LOOP, &["src"], &["item:", "2500"]), i(2500));
     t.eq("SET str v", ok());
-    let r = t.run(&eval(
+    let r = t.run(eval(
         "local r=redis.call('BF.SCANDUMP',KEYS[1],0) return redis.call('BF.LOADCHUNK',KEYS[2],r[1],r[2])",
         &["dst", "str"],
         &[],
@@ -910,14 +910,14 @@ fn b19_py_dump_restore_and_bounded_chunks() {
     let mut t = Case::new(&s, "B19.py", false);
     const MAX_CHUNK: usize = 16 * 1024 * 1024;
     let count = |t: &mut Case, key: &str, prefix: &str, n: &str| {
-        t.run(&eval(
+        t.run(eval(
             "local k=0 for i=1,tonumber(ARGV[2]) do k=k+redis.call('BF.EXISTS',KEYS[1],ARGV[1]..i) end return k",
             &[key],
             &[prefix, n],
         ))
     };
     let add_many = |t: &mut Case, key: &str, prefix: &str, n: &str| {
-        t.run(&eval(
+        t.run(eval(
             "local k=0 for i=1,tonumber(ARGV[2]) do local r=redis.pcall('BF.ADD',KEYS[1],ARGV[1]..i) if r==1 then k=k+1 end end return k",
             &[key],
             &[prefix, n],
@@ -1169,7 +1169,7 @@ fn b22_aof_rewrite_without_preamble() {
         BF.RESERVE a:scaled 0.001 100 EXPANSION 2 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
     t.steps(
         r#"
         BF.RESERVE a:ns 0.0001 3 NONSCALING   -> OK
@@ -1177,7 +1177,7 @@ fn b22_aof_rewrite_without_preamble() {
         BF.RESERVE a:exp4 0.01 10 EXPANSION 4 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["a:exp4"], &["e:", "60"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["a:exp4"], &["e:", "60"]), bs("ADDED"));
     t.steps(
         r#"
         BF.ADD a:bin "\x00\xff\x00"      -> 1
@@ -1185,7 +1185,7 @@ fn b22_aof_rewrite_without_preamble() {
         BF.RESERVE a:big 0.0001 10000000 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["a:big"], &["g:", "500"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["a:big"], &["g:", "500"]), bs("ADDED"));
     t.steps(
         r#"
         BF.INFO a:scaled SIZE     -> [3872]
@@ -1202,11 +1202,11 @@ fn b22_aof_rewrite_without_preamble() {
     let snapshot = |t: &mut Case| -> Vec<R> {
         let mut v = Vec::new();
         for k in keys {
-            v.push(t.run(&["BF.INFO", k]));
+            v.push(t.run(["BF.INFO", k]));
             for f in fields {
-                v.push(t.run(&["BF.INFO", k, f]));
+                v.push(t.run(["BF.INFO", k, f]));
             }
-            v.push(t.run(&["BF.DEBUG", k]));
+            v.push(t.run(["BF.DEBUG", k]));
         }
         v
     };
@@ -1255,12 +1255,12 @@ fn b22_aof_rewrite_without_preamble() {
         BF.INFO a:big SIZE         -> [25766112]
     "#,
     );
-    t.eq(&eval(COUNT_LOOP, &["a:scaled"], &["s:", "1000"]), i(1000));
-    t.eq(&eval(COUNT_LOOP, &["a:exp4"], &["e:", "60"]), i(60));
-    t.eq(&eval(COUNT_LOOP, &["a:big"], &["g:", "500"]), i(500));
+    t.eq(eval(COUNT_LOOP, &["a:scaled"], &["s:", "1000"]), i(1000));
+    t.eq(eval(COUNT_LOOP, &["a:exp4"], &["e:", "60"]), i(60));
+    t.eq(eval(COUNT_LOOP, &["a:big"], &["g:", "500"]), i(500));
     t.eq(r#"BF.EXISTS a:bin "\x00\xff\x00""#, i(1));
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>0 then return 'TTL_KEPT' end return 'TTL_LOST '..t",
             &["a:bin"],
             &[],
@@ -1296,7 +1296,7 @@ fn b23_loadchunk_is_propagated() {
         BF.RESERVE src 0.001 500 EXPANSION 2 -> OK
     "#,
     );
-    t.eq(&eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
+    t.eq(eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
     let info_src = t.run("BF.INFO src");
     t.check(
         "BF.INFO src",
@@ -1315,8 +1315,8 @@ fn b23_loadchunk_is_propagated() {
         );
     }
     // And from Lua (B23.redis).
-    t.eq(&eval(COPY_LOOP, &["src", "dst2"], &[]), i(3));
-    t.eq(&eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
+    t.eq(eval(COPY_LOOP, &["src", "dst2"], &[]), i(3));
+    t.eq(eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
     t.steps(
         r#"
         DEL src       -> 1
@@ -1327,10 +1327,10 @@ fn b23_loadchunk_is_propagated() {
     "#,
     );
     for k in ["dst", "dst2"] {
-        t.eq(&["BF.INFO", k, "CAPACITY"], ia(&[1500]));
-        t.eq(&["BF.INFO", k, "FILTERS"], ia(&[2]));
-        t.eq(&["BF.INFO", k], info_src.clone());
-        t.eq(&eval(COUNT_LOOP, &[k], &["m:", "1200"]), i(1200));
+        t.eq(["BF.INFO", k, "CAPACITY"], ia(&[1500]));
+        t.eq(["BF.INFO", k, "FILTERS"], ia(&[2]));
+        t.eq(["BF.INFO", k], info_src.clone());
+        t.eq(eval(COUNT_LOOP, &[k], &["m:", "1200"]), i(1200));
     }
     t.eq("CONFIG SET appendonly no", ok());
 }
@@ -1353,7 +1353,7 @@ fn b25_generic_key_commands() {
     "#,
     );
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>900 and t<=1000 then return 'TTL_KEPT' end return 'TTL_LOST '..t",
             &["k2"],
             &[],
@@ -1382,7 +1382,7 @@ fn b25_generic_key_commands() {
     "#,
     );
     t.eq(
-        &eval(
+        eval(
             "local m=redis.call('MEMORY','USAGE',KEYS[1]) if m>=1000000 then return 'MEM_OK' end return 'MEM_TOO_LOW '..m",
             &["big"],
             &[],
@@ -1391,7 +1391,7 @@ fn b25_generic_key_commands() {
     );
     t.eq("BF.RESERVE small 0.01 1000", ok());
     t.eq(
-        &eval(
+        eval(
             "local a=redis.call('MEMORY','USAGE',KEYS[1]) for i=1,5000 do redis.call('BF.ADD',KEYS[1],'x'..i) end local b=redis.call('MEMORY','USAGE',KEYS[1]) if b>a then return 'MEM_GREW' end return 'MEM_STATIC '..a..' '..b",
             &["small"],
             &[],

@@ -361,11 +361,11 @@ fn reserve_replies_ok_and_creates_the_described_filter() {
     c.is("BF.RESERVE r2 0.01 1000", OK);
     c.is3("BF.RESERVE r3 0.01 1000", OK);
     for k in ["r2", "r3"] {
-        c.is(&["BF.INFO", k], &info(false, 1000, 1480, 1, 0, Some(2)));
-        c.is3(&["BF.INFO", k], &info(true, 1000, 1480, 1, 0, Some(2)));
+        c.is(["BF.INFO", k], &info(false, 1000, 1480, 1, 0, Some(2)));
+        c.is3(["BF.INFO", k], &info(true, 1000, 1480, 1, 0, Some(2)));
         // First layer of a scaling filter has half the requested error rate.
         c.both(
-            &["BF.DEBUG", k],
+            ["BF.DEBUG", k],
             &bulks(&[
                 "size:0",
                 "bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:0 ratio:0.005",
@@ -440,10 +440,10 @@ fn reserve_error_rate_validation() {
     for e in [
         "abc", "", " 0.01", "0.01 ", "0.01x", "nan", "1e999", "1e-400", "1,5",
     ] {
-        c.both(&["BF.RESERVE", "k", e, "100"], &bad);
+        c.both(["BF.RESERVE", "k", e, "100"], &bad);
     }
     for e in ["0", "1", "2", "-0.01", "1.0", "inf", "-inf", "10.1"] {
-        c.both(&["BF.RESERVE", "k", e, "100"], &range);
+        c.both(["BF.RESERVE", "k", e, "100"], &range);
     }
     // Error rate is checked before the capacity (parse and range).
     c.both("BF.RESERVE k abc abc", &bad);
@@ -471,10 +471,10 @@ fn reserve_capacity_validation() {
         "9223372036854775808",
         "18446744073709551616",
     ] {
-        c.both(&["BF.RESERVE", "k", "0.01", cap], &bad);
+        c.both(["BF.RESERVE", "k", "0.01", cap], &bad);
     }
     for cap in ["0", "-1", "-9223372036854775808"] {
-        c.both(&["BF.RESERVE", "k", "0.01", cap], &range);
+        c.both(["BF.RESERVE", "k", "0.01", cap], &range);
     }
     // Capacity is checked before EXPANSION / NONSCALING.
     c.both("BF.RESERVE k 0.01 abc EXPANSION 0", &bad);
@@ -495,14 +495,11 @@ fn reserve_expansion_and_nonscaling_validation() {
     c.both("BF.RESERVE k 0.01 100 expansion", &no_exp);
     c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION", &no_exp);
     for v in ["abc", "1.5", "0100", "+2", ""] {
-        c.both(
-            &["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
-            &bad_exp,
-        );
+        c.both(["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v], &bad_exp);
     }
     for v in ["0", "-2", "-1"] {
         c.both(
-            &["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
+            ["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
             &exp_range,
         );
     }
@@ -520,7 +517,7 @@ fn reserve_expansion_and_nonscaling_validation() {
         &info1(true, "Expansion rate", Some(4294967295)),
     );
     for v in ["4294967296", "4294967298", "9223372036854775807"] {
-        c.is_err(&["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v]);
+        c.is_err(["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v]);
     }
     c.absent("wrap");
     c.is("BF.RESERVE one 0.01 100 EXPANSION 1", OK);
@@ -633,10 +630,10 @@ fn add_replies_and_auto_create_defaults() {
     c.is3("bf.add a3 y", T);
     // Auto-created: capacity 100, error 0.01 (first layer 0.005), expansion 2.
     for k in ["a2", "a3"] {
-        c.is(&["BF.INFO", k], &info(false, 100, 240, 1, 2, Some(2)));
-        c.is3(&["BF.INFO", k], &info(true, 100, 240, 1, 2, Some(2)));
+        c.is(["BF.INFO", k], &info(false, 100, 240, 1, 2, Some(2)));
+        c.is3(["BF.INFO", k], &info(true, 100, 240, 1, 2, Some(2)));
         c.both(
-            &["BF.DEBUG", k],
+            ["BF.DEBUG", k],
             &bulks(&[
                 "size:2",
                 "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:2 ratio:0.005",
@@ -921,19 +918,19 @@ fn insert_errors() {
     // Value parse failures: no ERR prefix.
     for e in ["abc", "", "nan", "0.1x", "1e999"] {
         c.both(
-            &["BF.INSERT", "k", "ERROR", e, "ITEMS", "a"],
+            ["BF.INSERT", "k", "ERROR", e, "ITEMS", "a"],
             &err("Bad error rate"),
         );
     }
     for cap in ["abc", "1.5", "0100", "+5", "1e3", ""] {
         c.both(
-            &["BF.INSERT", "k", "CAPACITY", cap, "ITEMS", "a"],
+            ["BF.INSERT", "k", "CAPACITY", cap, "ITEMS", "a"],
             &err("Bad capacity"),
         );
     }
     for x in ["abc", "1.5", "+2", ""] {
         c.both(
-            &["BF.INSERT", "k", "EXPANSION", x, "ITEMS", "a"],
+            ["BF.INSERT", "k", "EXPANSION", x, "ITEMS", "a"],
             &err("Bad expansion"),
         );
     }
@@ -1073,11 +1070,11 @@ fn info_full_and_single_field() {
         ("EXPANSION", "Expansion rate", 2),
     ];
     for (tok, name, v) in fields {
-        c.is(&["BF.INFO", "i", tok], &info1(false, name, Some(v)));
-        c.is3(&["BF.INFO", "i", tok], &info1(true, name, Some(v)));
+        c.is(["BF.INFO", "i", tok], &info1(false, name, Some(v)));
+        c.is3(["BF.INFO", "i", tok], &info1(true, name, Some(v)));
         let lower = tok.to_lowercase();
-        c.is(&["BF.INFO", "i", &lower], &info1(false, name, Some(v)));
-        c.is3(&["BF.INFO", "i", &lower], &info1(true, name, Some(v)));
+        c.is(["BF.INFO", "i", &lower], &info1(false, name, Some(v)));
+        c.is3(["BF.INFO", "i", &lower], &info1(true, name, Some(v)));
     }
     c.is("BF.INFO i Capacity", "*1\r\n:100\r\n");
     // NONSCALING: nil expansion in both forms.
@@ -1097,7 +1094,7 @@ fn info_full_and_single_field() {
     // Errors.
     let invalid = err("Invalid information value");
     for f in ["bogus", "", "CAP", "CAPACITYX", "Number of filters"] {
-        c.both(&["BF.INFO", "i", f], &invalid);
+        c.both(["BF.INFO", "i", f], &invalid);
     }
     c.both("BF.INFO nokey", NOT_FOUND);
     c.both("BF.INFO nokey CAPACITY", NOT_FOUND);
@@ -1193,7 +1190,7 @@ fn scandump_golden_vectors() {
         "-9223372036854775808",
         "9223372036854775807",
     ] {
-        c.both(&["BF.SCANDUMP", "gv2", it], EMPTY_FINAL);
+        c.both(["BF.SCANDUMP", "gv2", it], EMPTY_FINAL);
     }
     // GV3 (NONSCALING: options 13, growth 2 kept).
     c.is("BF.RESERVE gv3 0.05 10 NONSCALING", OK);
@@ -1237,7 +1234,7 @@ fn scandump_errors() {
     c.is("BF.ADD k x", ":1\r\n");
     let numeric = err("Second argument must be numeric"); // no ERR prefix
     for it in ["abc", "1.5", "", "0x10", " 1", "99999999999999999999"] {
-        c.both(&["BF.SCANDUMP", "k", it], &numeric);
+        c.both(["BF.SCANDUMP", "k", it], &numeric);
     }
     c.both("BF.SCANDUMP", &arity("bf.scandump"));
     c.both("BF.SCANDUMP k", &arity("bf.scandump"));
@@ -1325,7 +1322,7 @@ fn loadchunk_header_validation() {
     c.both("BF.LOADCHUNK", &arity("bf.loadchunk"));
     let numeric = err("ERR Second argument must be numeric");
     for it in ["abc", "1.5", "", "+1"] {
-        c.both(&["BF.LOADCHUNK", "h", it, "x"], &numeric);
+        c.both(["BF.LOADCHUNK", "h", it, "x"], &numeric);
     }
     c.is("SET str v", OK);
     c.both("BF.LOADCHUNK str abc x", &numeric);
@@ -1338,7 +1335,7 @@ fn loadchunk_header_validation() {
     c.is("GET str", &bulk("v"));
     // Missing key with iter != 1: not found.
     for it in ["0", "2", "-1", "1385"] {
-        c.both(&["BF.LOADCHUNK", "h", it, "abc"], NOT_FOUND);
+        c.both(["BF.LOADCHUNK", "h", it, "abc"], NOT_FOUND);
     }
     c.absent("h");
     // A valid header creates the key with all bits clear; the chunk then restores them.
@@ -1556,7 +1553,7 @@ fn commands_inside_lua_scripts() {
         v
     };
     c.is(
-        &ev(
+        ev(
             "return redis.call('BF.RESERVE',KEYS[1],'0.01','100')",
             &["lk"],
             &[],
@@ -1571,11 +1568,11 @@ fn commands_inside_lua_scripts() {
     c.is(&add, ":1\r\n");
     c.is(&add, ":0\r\n");
     c.is(
-        &ev("return redis.call('BF.MADD',KEYS[1],'a','b')", &["lk"], &[]),
+        ev("return redis.call('BF.MADD',KEYS[1],'a','b')", &["lk"], &[]),
         &ints(&[0, 1]),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.call('BF.MEXISTS',KEYS[1],'a','zz','b')",
             &["lk"],
             &[],
@@ -1583,16 +1580,16 @@ fn commands_inside_lua_scripts() {
         &ints(&[1, 0, 1]),
     );
     c.is(
-        &ev("return redis.call('BF.INFO',KEYS[1])", &["lk"], &[]),
+        ev("return redis.call('BF.INFO',KEYS[1])", &["lk"], &[]),
         &info(false, 100, 240, 1, 2, Some(2)),
     );
     c.is(
-        &ev("return redis.call('BF.CARD',KEYS[1])", &["lk"], &[]),
+        ev("return redis.call('BF.CARD',KEYS[1])", &["lk"], &[]),
         ":2\r\n",
     );
     // Error texts reach scripts unchanged (including the trailing space).
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.RESERVE',KEYS[1],'2','100')['err']",
             &["lk2"],
             &[],
@@ -1600,7 +1597,7 @@ fn commands_inside_lua_scripts() {
         &bulk("ERR (0 < error rate range < 1) "),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.INSERT',KEYS[1],'CAPACITY','x','ITEMS','a')['err']",
             &["lk2"],
             &[],
@@ -1608,7 +1605,7 @@ fn commands_inside_lua_scripts() {
         &bulk("Bad capacity"),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.INFO',KEYS[1])['err']",
             &["lk2"],
             &[],
@@ -1618,7 +1615,7 @@ fn commands_inside_lua_scripts() {
     c.absent("lk2");
     // The "full" error inside a MADD array becomes an error table element.
     c.is(
-        &ev(
+        ev(
             "redis.call('BF.RESERVE',KEYS[1],'0.01','2','NONSCALING') \
              local r=redis.call('BF.MADD',KEYS[1],'a','b','c','d') \
              return {#r, r[1], r[2], r[3]['err']}",
@@ -1634,7 +1631,7 @@ fn commands_inside_lua_scripts() {
     );
     // RESP2 scripts see numbers; after redis.setresp(3) the module's booleans.
     c.is(
-        &ev(
+        ev(
             "return type(redis.call('BF.EXISTS',KEYS[1],'a'))",
             &["lk"],
             &[],
@@ -1642,7 +1639,7 @@ fn commands_inside_lua_scripts() {
         &bulk("number"),
     );
     c.is(
-        &ev(
+        ev(
             "redis.setresp(3) local r=redis.call('BF.EXISTS',KEYS[1],'a') \
              if r==true then return 'TRUE' end return type(r)",
             &["lk"],
@@ -1652,7 +1649,7 @@ fn commands_inside_lua_scripts() {
     );
     // RESP3 map in Lua: {map={[{ok='Capacity'}]=100}} (simple-string keys become status tables).
     c.is(
-        &ev(
+        ev(
             "redis.setresp(3) local r=redis.call('BF.INFO',KEYS[1],'CAPACITY') \
              local out={} for k,v in pairs(r['map']) do out[#out+1]=k['ok'] out[#out+1]=v end \
              return out",
@@ -1663,7 +1660,7 @@ fn commands_inside_lua_scripts() {
     );
     // SCANDUMP / LOADCHUNK from a script.
     c.is(
-        &ev(
+        ev(
             "local it=0 local n=0 while true do local r=redis.call('BF.SCANDUMP',KEYS[1],it) \
              it=r[1] if it==0 then if r[2]~='' then return 'BAD_FINAL' end break end \
              redis.call('BF.LOADCHUNK',KEYS[2],it,r[2]) n=n+1 end return n",
@@ -1677,7 +1674,7 @@ fn commands_inside_lua_scripts() {
     // Wrong type through pcall.
     c.is("SET str v", OK);
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.ADD',KEYS[1],'x')['err']",
             &["str"],
             &[],

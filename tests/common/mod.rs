@@ -659,8 +659,8 @@ impl Steps {
         self.fails.push(msg.into());
     }
 
-    /// The reply, as [`reply_text`], must be `want`. Returns the reply.
-    pub fn eq(&mut self, cmd: impl Args, want: &str) -> redis::RedisResult<redis::Value> {
+    /// The reply, as [`reply_text`], must be `want` (use [`Steps::run`] for the value).
+    pub fn eq(&mut self, cmd: impl Args, want: &str) {
         let args = cmd.to_args();
         let got = self.run(&args);
         let text = reply_text(&got);
@@ -670,24 +670,23 @@ impl Steps {
                 show_args(&args)
             ));
         }
-        got
     }
 
     /// The reply must be `OK`.
     pub fn ok(&mut self, cmd: impl Args) {
-        let _ = self.eq(cmd, "OK");
+        self.eq(cmd, "OK");
     }
 
     /// The reply must be the error `text` (the whole line, e.g. `ERR not found`).
     pub fn err(&mut self, cmd: impl Args, text: &str) {
-        let _ = self.eq(cmd, &format!("(error) {text}"));
+        self.eq(cmd, &format!("(error) {text}"));
     }
 
     /// Runs a script of steps, one a line: `COMMAND LINE -> EXPECTED` (EXPECTED as
     /// [`reply_text`]); blank lines and lines starting with `#` are skipped.
     pub fn steps(&mut self, script: &str) {
         for (cmd, want) in step_lines(script) {
-            let _ = self.eq(cmd, want);
+            self.eq(cmd, want);
         }
     }
 }
