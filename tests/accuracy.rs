@@ -74,13 +74,13 @@ fn mexists_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> Vec<i
 }
 
 fn card(con: &mut redis::Connection, key: &str) -> u64 {
-    redis::cmd("BF.CARD").arg(key).query(con).unwrap()
+    common::cmd("BF.CARD").arg(key).query(con).unwrap()
 }
 
 /// BF.INFO as (capacity, number of filters, items).
 fn info(con: &mut redis::Connection, key: &str) -> (u64, u64, u64) {
     let field = |con: &mut redis::Connection, f: &str| -> u64 {
-        let v: Vec<u64> = redis::cmd("BF.INFO").arg(key).arg(f).query(con).unwrap();
+        let v: Vec<u64> = common::cmd("BF.INFO").arg(key).arg(f).query(con).unwrap();
         v[0]
     };
     (
@@ -139,6 +139,22 @@ fn allowed_rate(error: f64, n: usize) -> f64 {
 
 /// Checks zero false negatives, that the server agrees with the core on every answer, and
 /// measures the false-positive rate on `non_members`.
+/// Both measured false-positive rates (server on the non-members, core on the dumped bits)
+/// are within what the requested `error` allows for their sample sizes.
+fn assert_rates_within(m: &Measured, error: f64) {
+    let allowed = allowed_rate(error, NON_MEMBERS);
+    assert!(
+        m.rate <= allowed,
+        "false-positive rate {} above the requested {error} (allowed up to {allowed:.5})",
+        m.rate
+    );
+    assert!(
+        m.local_rate <= allowed_rate(error, LOCAL_NON_MEMBERS),
+        "precise false-positive rate {} above the requested {error}",
+        m.local_rate
+    );
+}
+
 fn measure(
     con: &mut redis::Connection,
     key: &str,
@@ -194,12 +210,7 @@ fn scaling_filter_grown_to_100k_items() {
     let mut con = server.conn();
     let key = "acc-scaling";
     let error = 0.01;
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg(key)
-        .arg(error)
-        .arg(1000)
-        .arg("EXPANSION")
-        .arg(2)
+    let _: () = common::cmd(format!("BF.RESERVE {key} {error} 1000 EXPANSION 2"))
         .query(&mut con)
         .unwrap();
     let members = items("member:", 0..100_000);
@@ -226,17 +237,7 @@ fn scaling_filter_grown_to_100k_items() {
          ({insert_rate:.5})",
         m.rate, m.local_rate, m.estimate
     );
-    let allowed = allowed_rate(error, NON_MEMBERS);
-    assert!(
-        m.rate <= allowed,
-        "false-positive rate {} above the requested {error} (allowed up to {allowed:.5})",
-        m.rate
-    );
-    assert!(
-        m.local_rate <= allowed_rate(error, LOCAL_NON_MEMBERS),
-        "precise false-positive rate {} above the requested {error}",
-        m.local_rate
-    );
+    assert_rates_within(&m, error);
     assert!(
         insert_rate <= allowed_rate(error, members.len()),
         "{present} of {} new items were reported as present",
@@ -251,11 +252,7 @@ fn nonscaling_filter_filled_to_capacity() {
     let key = "acc-nonscaling";
     let error = 0.001;
     let capacity = 10_000u64;
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg(key)
-        .arg(error)
-        .arg(capacity)
-        .arg("NONSCALING")
+    let _: () = common::cmd(format!("BF.RESERVE {key} {error} {capacity} NONSCALING"))
         .query(&mut con)
         .unwrap();
     let mut members = items("ns-member:", 0..capacity as usize);
@@ -267,7 +264,7 @@ fn nonscaling_filter_filled_to_capacity() {
     while card(&mut con, key) < capacity {
         assert!(next < 2 * capacity as usize, "cannot fill the filter");
         let item = format!("ns-member:{next}").into_bytes();
-        let _: i64 = redis::cmd("BF.ADD")
+        let _: i64 = common::cmd("BF.ADD")
             .arg(key)
             .arg(item.as_slice())
             .query(&mut con)
@@ -279,7 +276,7 @@ fn nonscaling_filter_filled_to_capacity() {
     assert_eq!(info(&mut con, key), (capacity, 1, capacity));
 
     // Full: new items are refused (those that look present answer 0), MADD stops at the error.
-    let mut cmd = redis::cmd("BF.MADD");
+    let mut cmd = common::cmd("BF.MADD");
     cmd.arg(key);
     for i in 0..50 {
         cmd.arg(format!("beyond:{i}"));
@@ -308,17 +305,7 @@ fn nonscaling_filter_filled_to_capacity() {
          others: {:.5}; fill estimate {:.5}); {present} adds answered 0",
         m.rate, m.local_rate, m.estimate
     );
-    let allowed = allowed_rate(error, NON_MEMBERS);
-    assert!(
-        m.rate <= allowed,
-        "false-positive rate {} above the requested {error} (allowed up to {allowed:.5})",
-        m.rate
-    );
-    assert!(
-        m.local_rate <= allowed_rate(error, LOCAL_NON_MEMBERS),
-        "precise false-positive rate {} above the requested {error}",
-        m.local_rate
-    );
+    assert_rates_within(&m, error);
 }
 
 /// The batch commands (whose core paths prefetch bit positions of items ahead, on layers of
@@ -331,16 +318,14 @@ fn batch_commands_on_large_layers_match_single_item_commands() {
     // 300 000 items at 1e-6: a first layer of 1 132 420 bytes (k = 21), so both layers are
     // above the prefetching threshold.
     for key in ["by-batch", "by-item"] {
-        let _: () = redis::cmd("BF.RESERVE")
+        let _: () = common::cmd("BF.RESERVE")
             .arg(key)
             .arg(0.000001)
             .arg(300_000)
             .query(&mut con)
             .unwrap();
     }
-    let first_layer: Vec<u64> = redis::cmd("BF.INFO")
-        .arg("by-batch")
-        .arg("SIZE")
+    let first_layer: Vec<u64> = common::cmd("BF.INFO by-batch SIZE")
         .query(&mut con)
         .unwrap();
     assert!(

@@ -40,12 +40,10 @@ fn aof_commands(server: &Server) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
+/// Runs a command line, its reply or its error as a value (the test only reads the AOF).
+fn run(con: &mut redis::Connection, line: &str) -> redis::Value {
+    common::cmd(line)
+        .query(con)
         .unwrap_or_else(|e| redis::Value::SimpleString(format!("error: {e}")))
 }
 
@@ -53,71 +51,40 @@ fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
 fn aof_holds_exactly_the_added_items() {
     let mut server = Server::start_with(&[], &[("appendonly", "yes"), ("appendfsync", "always")]);
     let mut con = server.conn();
-    cmd(&mut con, &["BF.MADD", "auto", "a", "b", "a"]);
-    cmd(&mut con, &["BF.ADD", "auto", "a"]); // changes nothing
-    cmd(&mut con, &["BF.MADD", "auto", "a", "c"]); // only c is new
-    cmd(&mut con, &["BF.RESERVE", "full", "0.01", "2", "NONSCALING"]);
-    cmd(&mut con, &["BF.MADD", "full", "x", "y", "z", "w"]); // z: full, w: not processed
-    cmd(&mut con, &["BF.MADD", "full", "x", "q"]); // nothing added
-    cmd(
-        &mut con,
-        &[
-            "BF.INSERT",
-            "ins",
-            "CAPACITY",
-            "5",
-            "ERROR",
-            "0.1",
-            "ITEMS",
-            "m",
-            "m",
-            "n",
-        ],
-    );
-    let expected: Vec<Vec<&str>> = vec![
-        vec![
-            "BF.INSERT",
-            "auto",
-            "CAPACITY",
-            "100",
-            "ERROR",
-            "0.01",
-            "EXPANSION",
-            "2",
-            "ITEMS",
-            "a",
-            "b",
-        ],
-        vec!["BF.MADD", "auto", "c"],
-        vec!["BF.RESERVE", "full", "0.01", "2", "NONSCALING"],
-        vec!["BF.MADD", "full", "x", "y"],
-        vec![
-            "BF.INSERT",
-            "ins",
-            "CAPACITY",
-            "5",
-            "ERROR",
-            "0.1",
-            "EXPANSION",
-            "2",
-            "ITEMS",
-            "m",
-            "n",
-        ],
-    ];
+    for line in [
+        "BF.MADD auto a b a",
+        "BF.ADD auto a",    // changes nothing
+        "BF.MADD auto a c", // only c is new
+        "BF.RESERVE full 0.01 2 NONSCALING",
+        "BF.MADD full x y z w", // z: full, w: not processed
+        "BF.MADD full x q",     // nothing added
+        "BF.INSERT ins CAPACITY 5 ERROR 0.1 ITEMS m m n",
+    ] {
+        run(&mut con, line);
+    }
+    let expected: Vec<Vec<String>> = [
+        "BF.INSERT auto CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS a b",
+        "BF.MADD auto c",
+        "BF.RESERVE full 0.01 2 NONSCALING",
+        "BF.MADD full x y",
+        "BF.INSERT ins CAPACITY 5 ERROR 0.1 EXPANSION 2 ITEMS m n",
+    ]
+    .iter()
+    .map(|l| l.split(' ').map(String::from).collect())
+    .collect();
     assert_eq!(aof_commands(&server), expected);
 
     // The replay builds the same filters and logs no error.
     let before: Vec<redis::Value> = ["auto", "full", "ins"]
         .iter()
-        .map(|k| cmd(&mut con, &["BF.DEBUG", k]))
+        .map(|k| run(&mut con, &format!("BF.DEBUG {k}")))
         .collect();
     drop(con);
     server.restart(&[]);
     let mut con = server.conn();
     let after: Vec<redis::Value> = ["auto", "full", "ins"]
         .iter()
-        .map(|k| cmd(&mut con, &["BF.DEBUG", k]))
+        .map(|k| run(&mut con, &format!("BF.DEBUG {k}")))
         .collect();
     assert_eq!(before, after);
     assert!(

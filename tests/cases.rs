@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::Server;
+use common::{quoted, show_args, split_args, step_lines, Args, Server};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -157,14 +157,6 @@ fn ia(v: &[i64]) -> R {
 fn ones(n: usize) -> R {
     ia(&vec![1; n])
 }
-fn one(v: R) -> R {
-    R::Arr(vec![v])
-}
-fn arity(cmd: &str) -> R {
-    e(&format!(
-        "ERR wrong number of arguments for '{cmd}' command"
-    ))
-}
 fn info(cap: i64, size: i64, filters: i64, items: i64, exp: Option<i64>) -> R {
     a(vec![
         st("Capacity"),
@@ -181,10 +173,7 @@ fn info(cap: i64, size: i64, filters: i64, items: i64, exp: Option<i64>) -> R {
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const FULL: &str = "ERR non scaling filter is full";
-const NOMEM: &str = "ERR Insufficient memory to create filter";
 const BAD_DATA: &str = "ERR received bad data";
-const NO_LINK: &str = "ERR invalid offset - no link found";
 const BAD_FORMAT: &str = "ERR Bad data format";
 
 // Lua snippets, verbatim from the .redis files.
@@ -205,19 +194,25 @@ struct Case {
     fails: Vec<String>,
 }
 
-fn show_args(args: &[&[u8]]) -> String {
-    let v: Vec<String> = args
-        .iter()
-        .map(|x| {
-            let s = x.escape_ascii().to_string();
-            if s.len() > 80 {
-                format!("{}…", &s[..80])
-            } else {
-                s
-            }
-        })
-        .collect();
-    v.join(" ")
+/// A reply as one line of text, the way steps write it: integers bare, simple strings bare,
+/// bulk strings [`quoted`],
+/// `nil`, arrays `[a,b]`, maps `{k:v}`, RESP3 booleans `true`/`false`, errors
+/// `(error) TEXT`.
+fn text(r: &R) -> String {
+    let list = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(",");
+    match r {
+        R::Simple(s) | R::Other(s) => s.clone(),
+        R::Err(s) => format!("(error) {s}"),
+        R::Int(n) => n.to_string(),
+        R::Bulk(b) => quoted(b),
+        R::Nil => "nil".into(),
+        R::Bool(b) => b.to_string(),
+        R::Arr(v) => format!("[{}]", list(&mut v.iter().map(text))),
+        R::Map(m) => format!(
+            "{{{}}}",
+            list(&mut m.iter().map(|(k, v)| format!("{}:{}", text(k), text(v))))
+        ),
+    }
 }
 
 fn show_r(r: &R) -> String {
@@ -242,17 +237,25 @@ impl Case {
         self.c.cmd(args)
     }
 
-    fn run(&mut self, args: &[&str]) -> R {
-        let v: Vec<&[u8]> = args.iter().map(|x| x.as_bytes()).collect();
+    /// Sends one command (see [`Args`] for its forms); the reply is returned unchecked.
+    fn run(&mut self, cmd: impl Args) -> R {
+        let args = cmd.to_args();
+        let v: Vec<&[u8]> = args.iter().map(|x| &x[..]).collect();
         self.c.cmd(&v)
     }
 
     fn eqb(&mut self, args: &[&[u8]], want: R) -> R {
-        let got = self.runb(args);
+        self.eq(args, want)
+    }
+
+    /// The reply must be `want`, type and all. Returns the reply.
+    fn eq(&mut self, cmd: impl Args, want: R) -> R {
+        let args = cmd.to_args();
+        let got = self.run(&args);
         if got != want {
             self.fails.push(format!(
                 "{}\n      expected: {}\n      got:      {}",
-                show_args(args),
+                show_args(&args),
                 show_r(&want),
                 show_r(&got)
             ));
@@ -260,19 +263,31 @@ impl Case {
         got
     }
 
-    fn eq(&mut self, args: &[&str], want: R) -> R {
-        let v: Vec<&[u8]> = args.iter().map(|x| x.as_bytes()).collect();
-        self.eqb(&v, want)
+    /// Runs a script of steps, one a line: `COMMAND LINE -> REPLY`, the reply written as
+    /// [`text`] writes it; blank lines and `#` comments are skipped.
+    fn steps(&mut self, script: &str) {
+        for (cmd, want) in step_lines(script) {
+            let args = split_args(cmd);
+            let got = self.run(&args);
+            if text(&got) != want {
+                self.fails.push(format!(
+                    "{}\n      expected: {want}\n      got:      {}",
+                    show_args(&args),
+                    text(&got)
+                ));
+            }
+        }
     }
 
     /// An integer reply (records a failure and returns -1 otherwise).
-    fn int(&mut self, args: &[&str]) -> i64 {
-        match self.run(args) {
+    fn int(&mut self, cmd: impl Args) -> i64 {
+        let args = cmd.to_args();
+        match self.run(&args) {
             R::Int(n) => n,
             other => {
                 self.fails.push(format!(
                     "{}\n      expected: an integer\n      got:      {}",
-                    args.join(" "),
+                    show_args(&args),
                     show_r(&other)
                 ));
                 -1
@@ -298,7 +313,7 @@ impl Case {
     fn wait_aof_idle(&mut self) -> HashMap<String, String> {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let kv = match self.run(&["INFO", "persistence"]) {
+            let kv = match self.run("INFO persistence") {
                 R::Bulk(b) => String::from_utf8_lossy(&b)
                     .lines()
                     .filter_map(|l| l.split_once(':'))
@@ -326,7 +341,7 @@ impl Case {
         let mut chunks = Vec::new();
         let mut it = 0i64;
         loop {
-            let r = self.run(&["BF.SCANDUMP", key, &it.to_string()]);
+            let r = self.run(["BF.SCANDUMP", key, &it.to_string()]);
             match r {
                 R::Arr(v) if v.len() == 2 => match (&v[0], &v[1]) {
                     (R::Int(0), R::Bulk(d)) if d.is_empty() => return chunks,
@@ -360,14 +375,7 @@ impl Case {
 
 impl Drop for Case {
     fn drop(&mut self) {
-        if !self.fails.is_empty() && !std::thread::panicking() {
-            panic!(
-                "{}: {} mismatch(es):\n  {}",
-                self.name,
-                self.fails.len(),
-                self.fails.join("\n  ")
-            );
-        }
+        common::report_fails(&format!("{}: ", self.name), &self.fails);
     }
 }
 
@@ -397,24 +405,26 @@ fn names(prefix: &str, from: usize, to: usize) -> Vec<String> {
 fn b01_auto_create_defaults() {
     let s = Server::start();
     let mut t = Case::new(&s, "B01", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.ADD", "bf:auto", "item-1"], i(1));
-    t.eq(&["BF.ADD", "bf:auto", "item-1"], i(0));
-    t.eq(&["BF.EXISTS", "bf:auto", "item-1"], i(1));
-    t.eq(&["BF.EXISTS", "bf:auto", "item-2"], i(0));
-    t.eq(&["BF.CARD", "bf:auto"], i(1));
-    t.eq(&["BF.INFO", "bf:auto", "CAPACITY"], ia(&[100]));
-    t.eq(&["BF.INFO", "bf:auto", "ITEMS"], ia(&[1]));
-    t.eq(&["BF.INFO", "bf:auto", "FILTERS"], ia(&[1]));
-    t.eq(&["BF.INFO", "bf:auto", "EXPANSION"], ia(&[2]));
-    t.eq(&["BF.MADD", "bf:auto2", "a", "b", "a"], ia(&[1, 1, 0]));
-    t.eq(&["BF.CARD", "bf:auto2"], i(2));
-    t.eq(&["BF.INSERT", "bf:auto3", "ITEMS", "x", "y"], ia(&[1, 1]));
-    t.eq(&["BF.INFO", "bf:auto3", "CAPACITY"], ia(&[100]));
-    t.eq(&["TYPE", "bf:auto"], st("MBbloom--"));
-    // Error 0.01 -> first layer 0.005: 144 bytes, so Size = 32 + 64 + 144.
-    t.eq(&["BF.INFO", "bf:auto"], info(100, 240, 1, 1, Some(2)));
-    t.eq(&["BF.INFO", "bf:auto3"], info(100, 240, 1, 2, Some(2)));
+    t.steps(r#"
+        FLUSHALL                     -> OK
+        BF.ADD bf:auto item-1        -> 1
+        BF.ADD bf:auto item-1        -> 0
+        BF.EXISTS bf:auto item-1     -> 1
+        BF.EXISTS bf:auto item-2     -> 0
+        BF.CARD bf:auto              -> 1
+        BF.INFO bf:auto CAPACITY     -> [100]
+        BF.INFO bf:auto ITEMS        -> [1]
+        BF.INFO bf:auto FILTERS      -> [1]
+        BF.INFO bf:auto EXPANSION    -> [2]
+        BF.MADD bf:auto2 a b a       -> [1,1,0]
+        BF.CARD bf:auto2             -> 2
+        BF.INSERT bf:auto3 ITEMS x y -> [1,1]
+        BF.INFO bf:auto3 CAPACITY    -> [100]
+        TYPE bf:auto                 -> MBbloom--
+        # Error 0.01 -> first layer 0.005: 144 bytes, so Size = 32 + 64 + 144.
+        BF.INFO bf:auto              -> [Capacity,100,Size,240,Number of filters,1,Number of items inserted,1,Expansion rate,2]
+        BF.INFO bf:auto3             -> [Capacity,100,Size,240,Number of filters,1,Number of items inserted,2,Expansion rate,2]
+    "#);
 }
 
 /// B02: BF.INFO reply shape, field names and the single-field form.
@@ -422,26 +432,22 @@ fn b01_auto_create_defaults() {
 fn b02_info_shape() {
     let s = Server::start();
     let mut t = Case::new(&s, "B02", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "bf:info", "0.001", "100"], ok());
-    t.eq(&["BF.ADD", "bf:info", "one"], i(1));
-    t.eq(&["BF.INFO", "bf:info"], info(100, 296, 1, 1, Some(2)));
-    t.eq(&["BF.INFO", "bf:info", "CAPACITY"], ia(&[100]));
-    t.eq(&["BF.INFO", "bf:info", "capacity"], ia(&[100]));
-    t.eq(&["BF.INFO", "bf:info", "SIZE"], ia(&[296]));
-    t.eq(&["BF.INFO", "bf:info", "FILTERS"], ia(&[1]));
-    t.eq(&["BF.INFO", "bf:info", "ITEMS"], ia(&[1]));
-    t.eq(&["BF.INFO", "bf:info", "EXPANSION"], ia(&[2]));
-    t.eq(
-        &["BF.INFO", "bf:info", "bogus"],
-        e("Invalid information value"),
-    );
-    t.eq(
-        &["BF.INFO", "bf:info", "CAPACITY", "SIZE"],
-        arity("bf.info"),
-    );
-    t.eq(&["BF.INFO"], arity("bf.info"));
-    t.eq(&["BF.INFO", "bf:missing"], e("ERR not found"));
+    t.steps(r#"
+        FLUSHALL                      -> OK
+        BF.RESERVE bf:info 0.001 100  -> OK
+        BF.ADD bf:info one            -> 1
+        BF.INFO bf:info               -> [Capacity,100,Size,296,Number of filters,1,Number of items inserted,1,Expansion rate,2]
+        BF.INFO bf:info CAPACITY      -> [100]
+        BF.INFO bf:info capacity      -> [100]
+        BF.INFO bf:info SIZE          -> [296]
+        BF.INFO bf:info FILTERS       -> [1]
+        BF.INFO bf:info ITEMS         -> [1]
+        BF.INFO bf:info EXPANSION     -> [2]
+        BF.INFO bf:info bogus         -> (error) Invalid information value
+        BF.INFO bf:info CAPACITY SIZE -> (error) ERR wrong number of arguments for 'bf.info' command
+        BF.INFO                       -> (error) ERR wrong number of arguments for 'bf.info' command
+        BF.INFO bf:missing            -> (error) ERR not found
+    "#);
 }
 
 /// B03: NONSCALING filters report a nil expansion rate.
@@ -449,26 +455,19 @@ fn b02_info_shape() {
 fn b03_nonscaling_nil_expansion() {
     let s = Server::start();
     let mut t = Case::new(&s, "B03", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "bf:ns", "0.01", "1000", "NONSCALING"], ok());
-    t.eq(&["BF.INFO", "bf:ns", "EXPANSION"], one(nil()));
-    // NONSCALING keeps the requested error (0.01): 1200 bytes, Size 1296.
-    t.eq(&["BF.INFO", "bf:ns"], info(1000, 1296, 1, 0, None));
-    t.eq(
-        &["BF.RESERVE", "bf:exp4", "0.01", "1000", "EXPANSION", "4"],
-        ok(),
-    );
-    t.eq(&["BF.INFO", "bf:exp4", "EXPANSION"], ia(&[4]));
-    t.eq(
-        &["BF.INSERT", "bf:ins", "NONSCALING", "ITEMS", "a"],
-        ia(&[1]),
-    );
-    t.eq(&["BF.INFO", "bf:ins", "EXPANSION"], one(nil()));
-    t.eq(
-        &["BF.INSERT", "bf:ins2", "EXPANSION", "3", "ITEMS", "a"],
-        ia(&[1]),
-    );
-    t.eq(&["BF.INFO", "bf:ins2", "EXPANSION"], ia(&[3]));
+    t.steps(r#"
+        FLUSHALL                                 -> OK
+        BF.RESERVE bf:ns 0.01 1000 NONSCALING    -> OK
+        BF.INFO bf:ns EXPANSION                  -> [nil]
+        # NONSCALING keeps the requested error (0.01): 1200 bytes, Size 1296.
+        BF.INFO bf:ns                            -> [Capacity,1000,Size,1296,Number of filters,1,Number of items inserted,0,Expansion rate,nil]
+        BF.RESERVE bf:exp4 0.01 1000 EXPANSION 4 -> OK
+        BF.INFO bf:exp4 EXPANSION                -> [4]
+        BF.INSERT bf:ins NONSCALING ITEMS a      -> [1]
+        BF.INFO bf:ins EXPANSION                 -> [nil]
+        BF.INSERT bf:ins2 EXPANSION 3 ITEMS a    -> [1]
+        BF.INFO bf:ins2 EXPANSION                -> [3]
+    "#);
 }
 
 /// B04: adding a new item to a full NONSCALING filter is an error.
@@ -476,23 +475,24 @@ fn b03_nonscaling_nil_expansion() {
 fn b04_full_nonscaling_filter() {
     let s = Server::start();
     let mut t = Case::new(&s, "B04", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(
-        &["BF.RESERVE", "bf:full", "0.0001", "3", "NONSCALING"],
-        ok(),
+    t.steps(
+        r#"
+        FLUSHALL                               -> OK
+        BF.RESERVE bf:full 0.0001 3 NONSCALING -> OK
+        BF.ADD bf:full a                       -> 1
+        BF.ADD bf:full b                       -> 1
+        BF.ADD bf:full c                       -> 1
+        BF.ADD bf:full d                       -> (error) ERR non scaling filter is full
+        BF.ADD bf:full e                       -> (error) ERR non scaling filter is full
+        BF.INFO bf:full ITEMS                  -> [3]
+        BF.INFO bf:full FILTERS                -> [1]
+        BF.INFO bf:full CAPACITY               -> [3]
+        BF.EXISTS bf:full a                    -> 1
+        BF.EXISTS bf:full d                    -> 0
+        # An item already present is not an error, even when full.
+        BF.ADD bf:full a                       -> 0
+    "#,
     );
-    t.eq(&["BF.ADD", "bf:full", "a"], i(1));
-    t.eq(&["BF.ADD", "bf:full", "b"], i(1));
-    t.eq(&["BF.ADD", "bf:full", "c"], i(1));
-    t.eq(&["BF.ADD", "bf:full", "d"], e(FULL));
-    t.eq(&["BF.ADD", "bf:full", "e"], e(FULL));
-    t.eq(&["BF.INFO", "bf:full", "ITEMS"], ia(&[3]));
-    t.eq(&["BF.INFO", "bf:full", "FILTERS"], ia(&[1]));
-    t.eq(&["BF.INFO", "bf:full", "CAPACITY"], ia(&[3]));
-    t.eq(&["BF.EXISTS", "bf:full", "a"], i(1));
-    t.eq(&["BF.EXISTS", "bf:full", "d"], i(0));
-    // An item already present is not an error, even when full.
-    t.eq(&["BF.ADD", "bf:full", "a"], i(0));
 }
 
 /// B06: argument validation for error rate, capacity and expansion; nothing created on error.
@@ -503,74 +503,38 @@ fn b06_argument_validation() {
     let rate_range = "ERR (0 < error rate range < 1) ";
     let cap_range = "ERR (capacity should be larger than 0)";
     let exp_range = "ERR expansion should be greater or equal to 1";
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "v", "0", "100"], e(rate_range));
-    t.eq(&["BF.RESERVE", "v", "1", "100"], e(rate_range));
-    t.eq(&["BF.RESERVE", "v", "2", "1000"], e(rate_range));
-    t.eq(&["BF.RESERVE", "v", "-0.01", "100"], e(rate_range));
-    t.eq(&["BF.RESERVE", "v", "abc", "100"], e("ERR bad error rate"));
-    t.eq(
-        &["BF.RESERVE", "v", "10.1", "1000", "EXPANSION", "4"],
-        e(rate_range),
+    t.eq("FLUSHALL", ok());
+    t.eq("BF.RESERVE v 0 100", e(rate_range));
+    t.eq("BF.RESERVE v 1 100", e(rate_range));
+    t.eq("BF.RESERVE v 2 1000", e(rate_range));
+    t.eq("BF.RESERVE v -0.01 100", e(rate_range));
+    t.eq("BF.RESERVE v abc 100", e("ERR bad error rate"));
+    t.eq("BF.RESERVE v 10.1 1000 EXPANSION 4", e(rate_range));
+    t.eq("BF.RESERVE v 0.01 0", e(cap_range));
+    t.eq("BF.RESERVE v 0.01 -1", e(cap_range));
+    t.steps(
+        r#"
+        BF.RESERVE v 0.01 abc               -> (error) ERR bad capacity
+        BF.RESERVE v 0.01 1.5               -> (error) ERR bad capacity
+        BF.RESERVE v 0.01 100 EXPANSION     -> (error) ERR no expansion
+        BF.RESERVE v 0.01 100 EXPANSION abc -> (error) ERR bad expansion
+    "#,
     );
-    t.eq(&["BF.RESERVE", "v", "0.01", "0"], e(cap_range));
-    t.eq(&["BF.RESERVE", "v", "0.01", "-1"], e(cap_range));
-    t.eq(&["BF.RESERVE", "v", "0.01", "abc"], e("ERR bad capacity"));
-    t.eq(&["BF.RESERVE", "v", "0.01", "1.5"], e("ERR bad capacity"));
-    t.eq(
-        &["BF.RESERVE", "v", "0.01", "100", "EXPANSION"],
-        e("ERR no expansion"),
-    );
-    t.eq(
-        &["BF.RESERVE", "v", "0.01", "100", "EXPANSION", "abc"],
-        e("ERR bad expansion"),
-    );
-    t.eq(
-        &["BF.RESERVE", "v", "0.01", "100", "EXPANSION", "0"],
-        e(exp_range),
-    );
-    t.eq(
-        &["BF.RESERVE", "v", "0.01", "100", "EXPANSION", "-2"],
-        e(exp_range),
-    );
-    t.eq(
-        &[
-            "BF.RESERVE",
-            "v",
-            "0.01",
-            "100",
-            "NONSCALING",
-            "EXPANSION",
-            "2",
-        ],
-        e("Nonscaling filters cannot expand"),
-    );
-    t.eq(&["BF.RESERVE", "v", "0.01"], arity("bf.reserve"));
-    let bad_arg = e("Bad argument received");
-    t.eq(
-        &["BF.INSERT", "v", "ERROR", "0", "ITEMS", "a"],
-        bad_arg.clone(),
-    );
-    t.eq(
-        &["BF.INSERT", "v", "ERROR", "1", "ITEMS", "a"],
-        bad_arg.clone(),
-    );
-    t.eq(
-        &["BF.INSERT", "v", "ERROR", "abc", "ITEMS", "a"],
-        e("Bad error rate"),
-    );
-    t.eq(&["BF.INSERT", "v", "CAPACITY", "0", "ITEMS", "a"], bad_arg);
-    t.eq(
-        &["BF.INSERT", "v", "CAPACITY", "abc", "ITEMS", "a"],
-        e("Bad capacity"),
-    );
-    t.eq(
-        &["BF.INSERT", "v", "EXPANSION", "abc", "ITEMS", "a"],
-        e("Bad expansion"),
-    );
-    t.eq(&["EXISTS", "v"], i(0));
-    t.eq(&["BF.RESERVE", "v", "0.5", "100"], ok());
-    t.eq(&["BF.RESERVE", "v", "0.01", "100"], e("ERR item exists"));
+    t.eq("BF.RESERVE v 0.01 100 EXPANSION 0", e(exp_range));
+    t.eq("BF.RESERVE v 0.01 100 EXPANSION -2", e(exp_range));
+    t.steps(r#"
+        BF.RESERVE v 0.01 100 NONSCALING EXPANSION 2 -> (error) Nonscaling filters cannot expand
+        BF.RESERVE v 0.01                            -> (error) ERR wrong number of arguments for 'bf.reserve' command
+        BF.INSERT v ERROR 0 ITEMS a                  -> (error) Bad argument received
+        BF.INSERT v ERROR 1 ITEMS a                  -> (error) Bad argument received
+        BF.INSERT v ERROR abc ITEMS a                -> (error) Bad error rate
+        BF.INSERT v CAPACITY 0 ITEMS a               -> (error) Bad argument received
+        BF.INSERT v CAPACITY abc ITEMS a             -> (error) Bad capacity
+        BF.INSERT v EXPANSION abc ITEMS a            -> (error) Bad expansion
+        EXISTS v                                     -> 0
+        BF.RESERVE v 0.5 100                         -> OK
+        BF.RESERVE v 0.01 100                        -> (error) ERR item exists
+    "#);
 }
 
 /// B09: huge capacity / tiny error rate fail cleanly instead of aborting the server.
@@ -578,48 +542,18 @@ fn b06_argument_validation() {
 fn b09_huge_filters_fail_cleanly() {
     let mut s = Server::start();
     let mut t = Case::new(&s, "B09", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["SET", "guard", "alive"], ok());
-    t.eq(
-        &["BF.RESERVE", "huge1", "0.01", "100000000000000"],
-        e(NOMEM),
-    );
-    t.eq(
-        &["BF.RESERVE", "huge2", "0.01", "1000000000000000000"],
-        e(NOMEM),
-    );
-    t.eq(
-        &["BF.RESERVE", "huge3", "0.01", "18446744073709551616"],
-        e("ERR bad capacity"),
-    );
-    t.eq(
-        &[
-            "BF.INSERT",
-            "huge4",
-            "CAPACITY",
-            "100000000000000",
-            "ERROR",
-            "0.01",
-            "ITEMS",
-            "a",
-        ],
-        e(NOMEM),
-    );
-    t.eq(
-        &[
-            "BF.RESERVE",
-            "huge5",
-            "0.000000000000000000000000000001",
-            "10000000000",
-        ],
-        e(NOMEM),
-    );
-    t.eq(&["GET", "guard"], bs("alive"));
-    t.eq(
-        &["EXISTS", "huge1", "huge2", "huge3", "huge4", "huge5"],
-        i(0),
-    );
-    t.eq(&["PING"], st("PONG"));
+    t.steps(r#"
+        FLUSHALL                                         -> OK
+        SET guard alive                                  -> OK
+        BF.RESERVE huge1 0.01 100000000000000            -> (error) ERR Insufficient memory to create filter
+        BF.RESERVE huge2 0.01 1000000000000000000        -> (error) ERR Insufficient memory to create filter
+        BF.RESERVE huge3 0.01 18446744073709551616       -> (error) ERR bad capacity
+        BF.INSERT huge4 CAPACITY 100000000000000 ERROR 0.01 ITEMS a -> (error) ERR Insufficient memory to create filter
+        BF.RESERVE huge5 0.000000000000000000000000000001 10000000000 -> (error) ERR Insufficient memory to create filter
+        GET guard                                        -> "alive"
+        EXISTS huge1 huge2 huge3 huge4 huge5             -> 0
+        PING                                             -> PONG
+    "#);
     drop(t);
     assert!(s.is_alive(), "server died:\n{}", s.log());
 }
@@ -629,114 +563,35 @@ fn b09_huge_filters_fail_cleanly() {
 fn b10_insert_options() {
     let s = Server::start();
     let mut t = Case::new(&s, "B10", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(
-        &[
-            "BF.INSERT",
-            "o1",
-            "CAPACITY",
-            "1000",
-            "ERROR",
-            "0.001",
-            "EXPANSION",
-            "4",
-            "ITEMS",
-            "a",
-            "b",
-        ],
-        ia(&[1, 1]),
-    );
-    t.eq(&["BF.INFO", "o1", "CAPACITY"], ia(&[1000]));
-    t.eq(&["BF.INFO", "o1", "EXPANSION"], ia(&[4]));
-    t.eq(
-        &[
-            "BF.INSERT",
-            "o2",
-            "ERROR",
-            "0.001",
-            "CAPACITY",
-            "1000",
-            "EXPANSION",
-            "4",
-            "ITEMS",
-            "a",
-            "b",
-        ],
-        ia(&[1, 1]),
-    );
-    t.eq(&["BF.INFO", "o2", "CAPACITY"], ia(&[1000]));
-    t.eq(
-        &[
-            "BF.INSERT",
-            "o3",
-            "capacity",
-            "50",
-            "error",
-            "0.01",
-            "items",
-            "a",
-        ],
-        ia(&[1]),
-    );
-    t.eq(&["BF.INFO", "o3", "CAPACITY"], ia(&[50]));
-    t.eq(
-        &["BF.INSERT", "o4", "NOCREATE", "ITEMS", "a"],
-        e("ERR not found"),
-    );
-    t.eq(&["EXISTS", "o4"], i(0));
-    t.eq(
-        &["BF.INSERT", "o1", "NOCREATE", "ITEMS", "c", "a"],
-        ia(&[1, 0]),
-    );
-    t.eq(
-        &["BF.INSERT", "o5", "ITEMS", "NOCREATE", "ITEMS", "CAPACITY"],
-        ia(&[1, 1, 1]),
-    );
-    t.eq(
-        &["BF.MEXISTS", "o5", "NOCREATE", "ITEMS", "CAPACITY"],
-        ia(&[1, 1, 1]),
-    );
-    t.eq(&["BF.INFO", "o5", "CAPACITY"], ia(&[100]));
-    t.eq(&["BF.INSERT", "o6", "ITEMS"], arity("bf.insert"));
-    t.eq(&["BF.INSERT", "o6", "CAPACITY", "10"], arity("bf.insert"));
-    t.eq(
-        &["BF.INSERT", "o6", "BOGUS", "1", "ITEMS", "a"],
-        e("Unknown argument received"),
-    );
-    t.eq(&["EXISTS", "o6"], i(0));
-    t.eq(
-        &[
-            "BF.INSERT",
-            "o1",
-            "CAPACITY",
-            "5",
-            "ERROR",
-            "0.5",
-            "ITEMS",
-            "z",
-        ],
-        ia(&[1]),
-    );
-    t.eq(&["BF.INFO", "o1", "CAPACITY"], ia(&[1000]));
-    t.eq(&["BF.RESERVE", "sci", "1e-05", "100"], ok());
-    t.eq(
-        &[
-            "BF.INSERT",
-            "sci2",
-            "ERROR",
-            "1e-3",
-            "CAPACITY",
-            "1000",
-            "ITEMS",
-            "a",
-        ],
-        ia(&[1]),
-    );
-    t.eq(&["BF.INFO", "sci2", "CAPACITY"], ia(&[1000]));
-    // Parameters really applied: (0.001, 1000) -> 1984-byte layer; (1e-05, 100) -> 5e-06.
-    t.eq(&["BF.INFO", "o2", "SIZE"], ia(&[2080]));
-    t.eq(&["BF.INFO", "sci2", "SIZE"], ia(&[2080]));
-    t.eq(&["BF.INFO", "o1", "ITEMS"], ia(&[4]));
+    t.steps(r#"
+        FLUSHALL                                         -> OK
+        BF.INSERT o1 CAPACITY 1000 ERROR 0.001 EXPANSION 4 ITEMS a b -> [1,1]
+        BF.INFO o1 CAPACITY                              -> [1000]
+        BF.INFO o1 EXPANSION                             -> [4]
+        BF.INSERT o2 ERROR 0.001 CAPACITY 1000 EXPANSION 4 ITEMS a b -> [1,1]
+        BF.INFO o2 CAPACITY                              -> [1000]
+        BF.INSERT o3 capacity 50 error 0.01 items a      -> [1]
+        BF.INFO o3 CAPACITY                              -> [50]
+        BF.INSERT o4 NOCREATE ITEMS a                    -> (error) ERR not found
+        EXISTS o4                                        -> 0
+        BF.INSERT o1 NOCREATE ITEMS c a                  -> [1,0]
+        BF.INSERT o5 ITEMS NOCREATE ITEMS CAPACITY       -> [1,1,1]
+        BF.MEXISTS o5 NOCREATE ITEMS CAPACITY            -> [1,1,1]
+        BF.INFO o5 CAPACITY                              -> [100]
+        BF.INSERT o6 ITEMS                               -> (error) ERR wrong number of arguments for 'bf.insert' command
+        BF.INSERT o6 CAPACITY 10                         -> (error) ERR wrong number of arguments for 'bf.insert' command
+        BF.INSERT o6 BOGUS 1 ITEMS a                     -> (error) Unknown argument received
+        EXISTS o6                                        -> 0
+        BF.INSERT o1 CAPACITY 5 ERROR 0.5 ITEMS z        -> [1]
+        BF.INFO o1 CAPACITY                              -> [1000]
+        BF.RESERVE sci 1e-05 100                         -> OK
+        BF.INSERT sci2 ERROR 1e-3 CAPACITY 1000 ITEMS a  -> [1]
+        BF.INFO sci2 CAPACITY                            -> [1000]
+        # Parameters really applied: (0.001, 1000) -> 1984-byte layer; (1e-05, 100) -> 5e-06.
+        BF.INFO o2 SIZE                                  -> [2080]
+        BF.INFO sci2 SIZE                                -> [2080]
+        BF.INFO o1 ITEMS                                 -> [4]
+    "#);
 }
 
 /// B11: missing keys and keys of another type.
@@ -744,36 +599,36 @@ fn b10_insert_options() {
 fn b11_missing_and_wrong_type_keys() {
     let s = Server::start();
     let mut t = Case::new(&s, "B11", false);
-    let nf = e("ERR not found");
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.EXISTS", "nokey", "a"], i(0));
-    t.eq(&["BF.MEXISTS", "nokey", "a", "b"], ia(&[0, 0]));
-    t.eq(&["BF.CARD", "nokey"], i(0));
-    t.eq(&["BF.INFO", "nokey"], nf.clone());
-    t.eq(&["BF.INFO", "nokey", "CAPACITY"], nf.clone());
-    t.eq(&["BF.SCANDUMP", "nokey", "0"], nf.clone());
-    t.eq(&["BF.INSERT", "nokey", "NOCREATE", "ITEMS", "a"], nf);
-    t.eq(&["EXISTS", "nokey"], i(0));
-    t.eq(&["SET", "str", "value"], ok());
-    let wt = e(WRONGTYPE);
-    t.eq(&["BF.ADD", "str", "a"], wt.clone());
-    t.eq(&["BF.MADD", "str", "a"], wt.clone());
-    t.eq(&["BF.INSERT", "str", "ITEMS", "a"], wt.clone());
-    t.eq(&["BF.RESERVE", "str", "0.01", "100"], wt.clone());
-    t.eq(&["BF.INFO", "str"], wt.clone());
-    t.eq(&["BF.CARD", "str"], wt.clone());
-    t.eq(&["BF.SCANDUMP", "str", "0"], wt.clone());
-    t.eq(&["BF.LOADCHUNK", "str", "1", "abc"], wt.clone());
-    t.eq(&["GET", "str"], bs("value"));
-    t.eq(&["BF.RESERVE", "dup", "0.01", "100"], ok());
-    t.eq(&["BF.RESERVE", "dup", "0.01", "100"], e("ERR item exists"));
-    t.eq(&["LPUSH", "lst", "x"], i(1));
-    t.eq(&["BF.ADD", "lst", "a"], wt.clone());
-    // EXISTS/MEXISTS on another type answer 0 (quirk kept); DEBUG is WRONGTYPE.
-    t.eq(&["BF.EXISTS", "str", "value"], i(0));
-    t.eq(&["BF.MEXISTS", "lst", "x"], ia(&[0]));
-    t.eq(&["BF.DEBUG", "str"], wt);
-    t.eq(&["LLEN", "lst"], i(1));
+    t.steps(r#"
+        FLUSHALL                         -> OK
+        BF.EXISTS nokey a                -> 0
+        BF.MEXISTS nokey a b             -> [0,0]
+        BF.CARD nokey                    -> 0
+        BF.INFO nokey                    -> (error) ERR not found
+        BF.INFO nokey CAPACITY           -> (error) ERR not found
+        BF.SCANDUMP nokey 0              -> (error) ERR not found
+        BF.INSERT nokey NOCREATE ITEMS a -> (error) ERR not found
+        EXISTS nokey                     -> 0
+        SET str value                    -> OK
+        BF.ADD str a                     -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.MADD str a                    -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.INSERT str ITEMS a            -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.RESERVE str 0.01 100          -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.INFO str                      -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.CARD str                      -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.SCANDUMP str 0                -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        BF.LOADCHUNK str 1 abc           -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        GET str                          -> "value"
+        BF.RESERVE dup 0.01 100          -> OK
+        BF.RESERVE dup 0.01 100          -> (error) ERR item exists
+        LPUSH lst x                      -> 1
+        BF.ADD lst a                     -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        # EXISTS/MEXISTS on another type answer 0 (quirk kept); DEBUG is WRONGTYPE.
+        BF.EXISTS str value              -> 0
+        BF.MEXISTS lst x                 -> [0]
+        BF.DEBUG str                     -> (error) WRONGTYPE Operation against a key holding the wrong kind of value
+        LLEN lst                         -> 1
+    "#);
 }
 
 /// B13: binary-safe items: NUL bytes, the empty item, bytes >= 0x80, binary key names.
@@ -781,38 +636,28 @@ fn b11_missing_and_wrong_type_keys() {
 fn b13_binary_safe_items() {
     let s = Server::start();
     let mut t = Case::new(&s, "B13", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "bin", "0.0001", "1000"], ok());
-    t.eqb(&[b"BF.ADD", b"bin", b"a\x00b"], i(1));
-    t.eqb(&[b"BF.EXISTS", b"bin", b"a\x00b"], i(1));
-    t.eqb(&[b"BF.EXISTS", b"bin", b"a"], i(0));
-    t.eqb(&[b"BF.EXISTS", b"bin", b"a\x00c"], i(0));
-    t.eqb(&[b"BF.ADD", b"bin", b""], i(1));
-    t.eqb(&[b"BF.EXISTS", b"bin", b""], i(1));
-    t.eqb(&[b"BF.ADD", b"bin", b""], i(0));
-    t.eqb(
-        &[b"BF.MADD", b"bin", b"\xff\xfe\x00", b"\x00", b"\x00\x00"],
-        ia(&[1, 1, 1]),
+    t.steps(
+        r#"
+        FLUSHALL                                         -> OK
+        BF.RESERVE bin 0.0001 1000                       -> OK
+        BF.ADD bin "a\x00b"                              -> 1
+        BF.EXISTS bin "a\x00b"                           -> 1
+        BF.EXISTS bin a                                  -> 0
+        BF.EXISTS bin "a\x00c"                           -> 0
+        BF.ADD bin ""                                    -> 1
+        BF.EXISTS bin ""                                 -> 1
+        BF.ADD bin ""                                    -> 0
+        BF.MADD bin "\xff\xfe\x00" "\x00" "\x00\x00"     -> [1,1,1]
+        BF.MEXISTS bin "\xff\xfe\x00" "\x00" "\x00\x00" "\xff\xfe" "\x00\x00\x00" -> [1,1,1,0,0]
+        BF.CARD bin                                      -> 5
+        BF.ADD "key\x00with\x00nul" x                    -> 1
+        BF.EXISTS "key\x00with\x00nul" x                 -> 1
+        BF.EXISTS key x                                  -> 0
+        BF.ADD bin "UTF-8 \xc3\xa9\xe2\x82\xac"          -> 1
+        BF.EXISTS bin "UTF-8 \xc3\xa9\xe2\x82\xac"       -> 1
+        TYPE "key\x00with\x00nul"                        -> MBbloom--
+    "#,
     );
-    t.eqb(
-        &[
-            b"BF.MEXISTS",
-            b"bin",
-            b"\xff\xfe\x00",
-            b"\x00",
-            b"\x00\x00",
-            b"\xff\xfe",
-            b"\x00\x00\x00",
-        ],
-        ia(&[1, 1, 1, 0, 0]),
-    );
-    t.eq(&["BF.CARD", "bin"], i(5));
-    t.eqb(&[b"BF.ADD", b"key\x00with\x00nul", b"x"], i(1));
-    t.eqb(&[b"BF.EXISTS", b"key\x00with\x00nul", b"x"], i(1));
-    t.eqb(&[b"BF.EXISTS", b"key", b"x"], i(0));
-    t.eqb(&[b"BF.ADD", b"bin", b"UTF-8 \xc3\xa9\xe2\x82\xac"], i(1));
-    t.eqb(&[b"BF.EXISTS", b"bin", b"UTF-8 \xc3\xa9\xe2\x82\xac"], i(1));
-    t.eqb(&[b"TYPE", b"key\x00with\x00nul"], st("MBbloom--"));
 }
 
 /// B14: scaling: new layers keep accepting items and are sized by EXPANSION.
@@ -820,44 +665,47 @@ fn b13_binary_safe_items() {
 fn b14_scaling_layers() {
     let s = Server::start();
     let mut t = Case::new(&s, "B14", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "s", "0.0001", "10", "EXPANSION", "2"], ok());
+    t.steps(
+        r#"
+        FLUSHALL                           -> OK
+        BF.RESERVE s 0.0001 10 EXPANSION 2 -> OK
+    "#,
+    );
     let items = names("i", 1, 25);
-    t.eq(&madd_args("BF.MADD", "s", &items), ones(25));
-    t.eq(&["BF.INFO", "s", "CAPACITY"], ia(&[30]));
-    t.eq(&["BF.INFO", "s", "FILTERS"], ia(&[2]));
-    t.eq(&["BF.INFO", "s", "ITEMS"], ia(&[25]));
-    t.eq(&["BF.CARD", "s"], i(25));
-    t.eq(
-        &["BF.MEXISTS", "s", "i01", "i10", "i11", "i25", "i26"],
-        ia(&[1, 1, 1, 1, 0]),
+    t.eq(madd_args("BF.MADD", "s", &items), ones(25));
+    t.steps(
+        r#"
+        BF.INFO s CAPACITY               -> [30]
+        BF.INFO s FILTERS                -> [2]
+        BF.INFO s ITEMS                  -> [25]
+        BF.CARD s                        -> 25
+        BF.MEXISTS s i01 i10 i11 i25 i26 -> [1,1,1,1,0]
+        BF.ADD s i26                     -> 1
+        BF.ADD s i26                     -> 0
+    "#,
     );
-    t.eq(&["BF.ADD", "s", "i26"], i(1));
-    t.eq(&["BF.ADD", "s", "i26"], i(0));
     let more = names("i", 27, 31);
-    t.eq(&madd_args("BF.MADD", "s", &more), ones(5));
-    t.eq(&["BF.INFO", "s", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "s", "CAPACITY"], ia(&[70]));
-    t.eq(&["BF.CARD", "s"], i(31));
-    t.eq(&["BF.RESERVE", "e1", "0.0001", "4", "EXPANSION", "1"], ok());
-    t.eq(
-        &["BF.MADD", "e1", "a", "b", "c", "d", "e", "f", "g", "h", "i"],
-        ones(9),
+    t.eq(madd_args("BF.MADD", "s", &more), ones(5));
+    t.steps(
+        r#"
+        BF.INFO s FILTERS                  -> [3]
+        BF.INFO s CAPACITY                 -> [70]
+        BF.CARD s                          -> 31
+        BF.RESERVE e1 0.0001 4 EXPANSION 1 -> OK
+        BF.MADD e1 a b c d e f g h i       -> [1,1,1,1,1,1,1,1,1]
+        BF.INFO e1 CAPACITY                -> [12]
+        BF.INFO e1 FILTERS                 -> [3]
+        BF.RESERVE e3 0.0001 2 EXPANSION 3 -> OK
+        BF.MADD e3 a b c d e f g h i       -> [1,1,1,1,1,1,1,1,1]
+        BF.INFO e3 CAPACITY                -> [26]
+        BF.INFO e3 FILTERS                 -> [3]
+        BF.INFO e3 EXPANSION               -> [3]
+        # Layer memory from §3 (error halves per layer): Size = 32 + sum(64 + bytes).
+        BF.INFO s SIZE                     -> [432]
+        BF.INFO e1 SIZE                    -> [272]
+        BF.INFO e3 SIZE                    -> [312]
+    "#,
     );
-    t.eq(&["BF.INFO", "e1", "CAPACITY"], ia(&[12]));
-    t.eq(&["BF.INFO", "e1", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.RESERVE", "e3", "0.0001", "2", "EXPANSION", "3"], ok());
-    t.eq(
-        &["BF.MADD", "e3", "a", "b", "c", "d", "e", "f", "g", "h", "i"],
-        ones(9),
-    );
-    t.eq(&["BF.INFO", "e3", "CAPACITY"], ia(&[26]));
-    t.eq(&["BF.INFO", "e3", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "e3", "EXPANSION"], ia(&[3]));
-    // Layer memory from §3 (error halves per layer): Size = 32 + sum(64 + bytes).
-    t.eq(&["BF.INFO", "s", "SIZE"], ia(&[432]));
-    t.eq(&["BF.INFO", "e1", "SIZE"], ia(&[272]));
-    t.eq(&["BF.INFO", "e3", "SIZE"], ia(&[312]));
 }
 
 /// B16: RESP3 reply types.
@@ -865,25 +713,21 @@ fn b14_scaling_layers() {
 fn b16_resp3_reply_types() {
     let s = Server::start();
     let mut t = Case::new(&s, "B16", true);
-    let tr = R::Bool(true);
-    let fa = R::Bool(false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.ADD", "r3", "a"], tr.clone());
-    t.eq(&["BF.ADD", "r3", "a"], fa.clone());
-    t.eq(&["BF.EXISTS", "r3", "a"], tr.clone());
-    t.eq(&["BF.EXISTS", "r3", "b"], fa.clone());
-    t.eq(
-        &["BF.MADD", "r3", "a", "b"],
-        a(vec![fa.clone(), tr.clone()]),
+    t.steps(
+        r#"
+        FLUSHALL             -> OK
+        BF.ADD r3 a          -> true
+        BF.ADD r3 a          -> false
+        BF.EXISTS r3 a       -> true
+        BF.EXISTS r3 b       -> false
+        BF.MADD r3 a b       -> [false,true]
+        BF.MEXISTS r3 a c    -> [true,false]
+        BF.INSERT r3 ITEMS c -> [true]
+        BF.CARD r3           -> 3
+    "#,
     );
     t.eq(
-        &["BF.MEXISTS", "r3", "a", "c"],
-        a(vec![tr.clone(), fa.clone()]),
-    );
-    t.eq(&["BF.INSERT", "r3", "ITEMS", "c"], a(vec![tr.clone()]));
-    t.eq(&["BF.CARD", "r3"], i(3));
-    t.eq(
-        &["BF.INFO", "r3"],
+        "BF.INFO r3",
         R::Map(vec![
             (st("Capacity"), i(100)),
             (st("Size"), i(240)),
@@ -893,22 +737,23 @@ fn b16_resp3_reply_types() {
         ]),
     );
     t.eq(
-        &["BF.INFO", "r3", "ITEMS"],
+        "BF.INFO r3 ITEMS",
         R::Map(vec![(st("Number of items inserted"), i(3))]),
     );
-    t.eq(&["BF.RESERVE", "r3ns", "0.0001", "2", "NONSCALING"], ok());
+    t.eq("BF.RESERVE r3ns 0.0001 2 NONSCALING", ok());
     t.eq(
-        &["BF.INFO", "r3ns", "EXPANSION"],
+        "BF.INFO r3ns EXPANSION",
         R::Map(vec![(st("Expansion rate"), nil())]),
     );
-    t.eq(
-        &["BF.MADD", "r3ns", "x", "y", "z"],
-        a(vec![tr.clone(), tr, e(FULL)]),
+    t.steps(
+        r#"
+        BF.MADD r3ns x y z  -> [true,true,(error) ERR non scaling filter is full]
+        BF.EXISTS nokey a   -> false
+        BF.MEXISTS nokey a  -> [false]
+        BF.CARD nokey       -> 0
+        BF.SCANDUMP nokey 0 -> (error) ERR not found
+    "#,
     );
-    t.eq(&["BF.EXISTS", "nokey", "a"], fa.clone());
-    t.eq(&["BF.MEXISTS", "nokey", "a"], a(vec![fa]));
-    t.eq(&["BF.CARD", "nokey"], i(0));
-    t.eq(&["BF.SCANDUMP", "nokey", "0"], e("ERR not found"));
 }
 
 /// B17: RDB save/load (DEBUG RELOAD) keeps every property and every member.
@@ -916,59 +761,77 @@ fn b16_resp3_reply_types() {
 fn b17_rdb_reload() {
     let s = Server::start();
     let mut t = Case::new(&s, "B17", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(
-        &["BF.RESERVE", "p:scaled", "0.001", "10", "EXPANSION", "2"],
-        ok(),
+    t.steps(
+        r#"
+        FLUSHALL                                 -> OK
+        BF.RESERVE p:scaled 0.001 10 EXPANSION 2 -> OK
+    "#,
     );
     let p = names("p", 1, 35);
-    t.eq(&madd_args("BF.MADD", "p:scaled", &p), ones(35));
-    t.eq(&["BF.RESERVE", "p:ns", "0.001", "5", "NONSCALING"], ok());
-    t.eq(&["BF.MADD", "p:ns", "a", "b", "c"], ia(&[1, 1, 1]));
-    t.eq(
-        &["BF.RESERVE", "p:exp4", "0.001", "10", "EXPANSION", "4"],
-        ok(),
+    t.eq(madd_args("BF.MADD", "p:scaled", &p), ones(35));
+    t.steps(
+        r#"
+        BF.RESERVE p:ns 0.001 5 NONSCALING     -> OK
+        BF.MADD p:ns a b c                     -> [1,1,1]
+        BF.RESERVE p:exp4 0.001 10 EXPANSION 4 -> OK
+    "#,
     );
     let q1 = names("q", 1, 12);
-    t.eq(&madd_args("BF.MADD", "p:exp4", &q1), ones(12));
-    t.eqb(&[b"BF.ADD", b"p:bin", b"\x00\xff\x00"], i(1));
-    t.eq(&["EXPIRE", "p:scaled", "100000"], i(1));
-    t.eq(&["BF.INFO", "p:scaled", "CAPACITY"], ia(&[70]));
-    t.eq(&["BF.INFO", "p:scaled", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "p:scaled", "ITEMS"], ia(&[35]));
-    t.eq(&["BF.INFO", "p:scaled", "SIZE"], ia(&[392]));
-    t.eq(&["BF.INFO", "p:ns", "EXPANSION"], one(nil()));
-    t.eq(&["BF.INFO", "p:exp4", "CAPACITY"], ia(&[50]));
-    t.eq(&["BF.INFO", "p:exp4", "FILTERS"], ia(&[2]));
-    let debug_before = t.run(&["BF.DEBUG", "p:scaled"]);
-    t.eq(&["DEBUG", "RELOAD"], ok());
-    t.eq(&["BF.INFO", "p:scaled", "CAPACITY"], ia(&[70]));
-    t.eq(&["BF.INFO", "p:scaled", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "p:scaled", "ITEMS"], ia(&[35]));
-    t.eq(&["BF.INFO", "p:scaled", "SIZE"], ia(&[392]));
-    t.eq(&["BF.INFO", "p:scaled", "EXPANSION"], ia(&[2]));
-    t.eq(&madd_args("BF.MEXISTS", "p:scaled", &p), ones(35));
-    t.eq(&["BF.INFO", "p:ns", "EXPANSION"], one(nil()));
-    t.eq(&["BF.INFO", "p:ns", "ITEMS"], ia(&[3]));
-    t.eq(&["BF.ADD", "p:ns", "d"], i(1));
-    t.eq(&["BF.ADD", "p:ns", "e"], i(1));
-    t.eq(&["BF.ADD", "p:ns", "f"], e(FULL));
-    t.eq(&["BF.INFO", "p:exp4", "EXPANSION"], ia(&[4]));
+    t.eq(madd_args("BF.MADD", "p:exp4", &q1), ones(12));
+    t.steps(
+        r#"
+        BF.ADD p:bin "\x00\xff\x00" -> 1
+        EXPIRE p:scaled 100000      -> 1
+        BF.INFO p:scaled CAPACITY   -> [70]
+        BF.INFO p:scaled FILTERS    -> [3]
+        BF.INFO p:scaled ITEMS      -> [35]
+        BF.INFO p:scaled SIZE       -> [392]
+        BF.INFO p:ns EXPANSION      -> [nil]
+        BF.INFO p:exp4 CAPACITY     -> [50]
+        BF.INFO p:exp4 FILTERS      -> [2]
+    "#,
+    );
+    let debug_before = t.run("BF.DEBUG p:scaled");
+    t.steps(
+        r#"
+        DEBUG RELOAD               -> OK
+        BF.INFO p:scaled CAPACITY  -> [70]
+        BF.INFO p:scaled FILTERS   -> [3]
+        BF.INFO p:scaled ITEMS     -> [35]
+        BF.INFO p:scaled SIZE      -> [392]
+        BF.INFO p:scaled EXPANSION -> [2]
+    "#,
+    );
+    t.eq(madd_args("BF.MEXISTS", "p:scaled", &p), ones(35));
+    t.steps(
+        r#"
+        BF.INFO p:ns EXPANSION   -> [nil]
+        BF.INFO p:ns ITEMS       -> [3]
+        BF.ADD p:ns d            -> 1
+        BF.ADD p:ns e            -> 1
+        BF.ADD p:ns f            -> (error) ERR non scaling filter is full
+        BF.INFO p:exp4 EXPANSION -> [4]
+    "#,
+    );
     let q2 = names("q", 13, 51);
-    t.eq(&madd_args("BF.MADD", "p:exp4", &q2), ones(39));
-    t.eq(&["BF.INFO", "p:exp4", "CAPACITY"], ia(&[210]));
-    t.eq(&["BF.INFO", "p:exp4", "FILTERS"], ia(&[3]));
-    t.eqb(&[b"BF.EXISTS", b"p:bin", b"\x00\xff\x00"], i(1));
+    t.eq(madd_args("BF.MADD", "p:exp4", &q2), ones(39));
+    t.steps(
+        r#"
+        BF.INFO p:exp4 CAPACITY        -> [210]
+        BF.INFO p:exp4 FILTERS         -> [3]
+        BF.EXISTS p:bin "\x00\xff\x00" -> 1
+    "#,
+    );
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>99000 and t<=100000 then return 'TTL_OK' end return 'TTL_BAD '..t",
             &["p:scaled"],
             &[],
         ),
         bs("TTL_OK"),
     );
-    t.eq(&["BF.DEBUG", "p:scaled"], debug_before);
-    t.eq(&["TYPE", "p:ns"], st("MBbloom--"));
+    t.eq("BF.DEBUG p:scaled", debug_before);
+    t.eq("TYPE p:ns", st("MBbloom--"));
 }
 
 /// B19 (.redis): BF.SCANDUMP / BF.LOADCHUNK round trips driven from Lua.
@@ -976,38 +839,51 @@ fn b17_rdb_reload() {
 fn b19_scandump_loadchunk_round_trip() {
     let s = Server::start();
     let mut t = Case::new(&s, "B19", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(
-        &["BF.RESERVE", "src", "0.001", "1000", "EXPANSION", "2"],
-        ok(),
+    t.steps(
+        r#"
+        FLUSHALL                              -> OK
+        BF.RESERVE src 0.001 1000 EXPANSION 2 -> OK
+    "#,
     );
-    t.eq(&eval(ADD_LOOP, &["src"], &["item:", "2500"]), bs("ADDED"));
-    t.eq(&["BF.INFO", "src", "FILTERS"], ia(&[2]));
+    t.eq(eval(ADD_LOOP, &["src"], &["item:", "2500"]), bs("ADDED"));
     // header + one chunk per layer
-    t.eq(&eval(COPY_LOOP, &["src", "dst"], &[]), i(3));
-    t.eq(&eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
-    t.eq(&eval(COUNT_LOOP, &["dst"], &["item:", "2500"]), i(2500));
+    t.eq("BF.INFO src FILTERS", ia(&[2]));
+    t.eq(eval(COPY_LOOP, &["src", "dst"], &[]), i(3));
+    t.eq(eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
+    t.eq(eval(COUNT_LOOP, &["dst"], &["item:", "2500"]), i(2500));
     // 2500 adds, one of them a false positive of the hash (model of §2).
-    t.eq(&["BF.CARD", "src"], i(2499));
-    t.eq(&["BF.CARD", "dst"], i(2499));
-    t.eq(&eval(ADD_LOOP, &["dst"], &["more:", "5000"]), bs("ADDED"));
-    t.eq(&["BF.INFO", "dst", "CAPACITY"], ia(&[15000]));
-    t.eq(&["BF.RESERVE", "ns", "0.0001", "3", "NONSCALING"], ok());
-    t.eq(&["BF.MADD", "ns", "a", "b", "c"], ia(&[1, 1, 1]));
-    t.eq(&eval(COPY_LOOP, &["ns", "ns2"], &[]), i(2));
-    t.eq(&["BF.INFO", "ns2", "EXPANSION"], one(nil()));
-    t.eq(&["BF.ADD", "ns2", "d"], e(FULL));
-    t.eq(&["BF.RESERVE", "big", "0.0001", "10000000"], ok());
-    t.eq(&eval(ADD_LOOP, &["big"], &["b:", "1000"]), bs("ADDED"));
-    t.eq(&eval(COPY_BOUNDED, &["big", "big2"], &[]), bs("CHUNKS_OK"));
-    t.eq(&eval(INFO_SAME, &["big", "big2"], &[]), bs("INFO_SAME"));
-    t.eq(&eval(COUNT_LOOP, &["big2"], &["b:", "1000"]), i(1000));
-    t.eq(&["DEL", "src"], i(1));
+    t.steps(
+        r#"
+        BF.CARD src -> 2499
+        BF.CARD dst -> 2499
+    "#,
+    );
+    t.eq(eval(ADD_LOOP, &["dst"], &["more:", "5000"]), bs("ADDED"));
+    t.steps(
+        r#"
+        BF.INFO dst CAPACITY              -> [15000]
+        BF.RESERVE ns 0.0001 3 NONSCALING -> OK
+        BF.MADD ns a b c                  -> [1,1,1]
+    "#,
+    );
+    t.eq(eval(COPY_LOOP, &["ns", "ns2"], &[]), i(2));
+    t.steps(
+        r#"
+        BF.INFO ns2 EXPANSION          -> [nil]
+        BF.ADD ns2 d                   -> (error) ERR non scaling filter is full
+        BF.RESERVE big 0.0001 10000000 -> OK
+    "#,
+    );
+    t.eq(eval(ADD_LOOP, &["big"], &["b:", "1000"]), bs("ADDED"));
+    t.eq(eval(COPY_BOUNDED, &["big", "big2"], &[]), bs("CHUNKS_OK"));
+    t.eq(eval(INFO_SAME, &["big", "big2"], &[]), bs("INFO_SAME"));
+    t.eq(eval(COUNT_LOOP, &["big2"], &["b:", "1000"]), i(1000));
     // dst now has 4 layers: header + 4 chunks.
-    t.eq(&eval(COPY_LOOP, &["dst", "src"], &[]), i(5));
-    t.eq(&eval(COUNT_LOOP, &["src"], &["item:", "2500"]), i(2500));
-    t.eq(&["SET", "str", "v"], ok());
-    let r = t.run(&eval(
+    t.eq("DEL src", i(1));
+    t.eq(eval(COPY_LOOP, &["dst", "src"], &[]), i(5));
+    t.eq(eval(COUNT_LOOP, &["src"], &["item:", "2500"]), i(2500));
+    t.eq("SET str v", ok());
+    let r = t.run(eval(
         "local r=redis.call('BF.SCANDUMP',KEYS[1],0) return redis.call('BF.LOADCHUNK',KEYS[2],r[1],r[2])",
         &["dst", "str"],
         &[],
@@ -1019,8 +895,12 @@ fn b19_scandump_loadchunk_round_trip() {
             show_r(other)
         )),
     }
-    t.eq(&["GET", "str"], bs("v"));
-    t.eq(&["PING"], st("PONG"));
+    t.steps(
+        r#"
+        GET str -> "v"
+        PING    -> PONG
+    "#,
+    );
 }
 
 /// B19 (.py): round trips over the wire with shape checks, bounded chunks, DUMP/RESTORE.
@@ -1030,30 +910,31 @@ fn b19_py_dump_restore_and_bounded_chunks() {
     let mut t = Case::new(&s, "B19.py", false);
     const MAX_CHUNK: usize = 16 * 1024 * 1024;
     let count = |t: &mut Case, key: &str, prefix: &str, n: &str| {
-        t.run(&eval(
+        t.run(eval(
             "local k=0 for i=1,tonumber(ARGV[2]) do k=k+redis.call('BF.EXISTS',KEYS[1],ARGV[1]..i) end return k",
             &[key],
             &[prefix, n],
         ))
     };
     let add_many = |t: &mut Case, key: &str, prefix: &str, n: &str| {
-        t.run(&eval(
+        t.run(eval(
             "local k=0 for i=1,tonumber(ARGV[2]) do local r=redis.pcall('BF.ADD',KEYS[1],ARGV[1]..i) if r==1 then k=k+1 end end return k",
             &[key],
             &[prefix, n],
         ))
     };
-    t.eq(&["FLUSHALL"], ok());
-    // 1. multi-layer scaling filter -> another key
-    t.eq(
-        &["BF.RESERVE", "src", "0.001", "1000", "EXPANSION", "2"],
-        ok(),
+    t.steps(
+        r#"
+        FLUSHALL                              -> OK
+        # 1. multi-layer scaling filter -> another key
+        BF.RESERVE src 0.001 1000 EXPANSION 2 -> OK
+    "#,
     );
     let added = add_many(&mut t, "src", "item:", "2500");
     t.check("add_many src item: 2500", &added, &i(2499));
-    let before = t.run(&["BF.INFO", "src"]);
+    let before = t.run("BF.INFO src");
     t.check("BF.INFO src", &before, &info(3000, 6464, 2, 2499, Some(2)));
-    t.eq(&["BF.INFO", "src", "FILTERS"], ia(&[2]));
+    t.eq("BF.INFO src FILTERS", ia(&[2]));
     let chunks = t.scandump_all("src");
     if chunks.len() != 3 {
         t.fail(format!(
@@ -1070,29 +951,30 @@ fn b19_py_dump_restore_and_bounded_chunks() {
             ok(),
         );
     }
-    t.eq(&["BF.INFO", "dst"], before.clone());
-    t.eq(&["BF.CARD", "dst"], added.clone());
+    t.eq("BF.INFO dst", before.clone());
+    t.eq("BF.CARD dst", added.clone());
     let c = count(&mut t, "dst", "item:", "2500");
     t.check("no false negatives after restore", &c, &i(2500));
     add_many(&mut t, "dst", "more:", "5000");
-    t.eq(
-        &["BF.INFO", "dst", "CAPACITY"],
-        ia(&[1000 + 2000 + 4000 + 8000]),
-    );
+    t.eq("BF.INFO dst CAPACITY", ia(&[1000 + 2000 + 4000 + 8000]));
     // 2. delete the source, restore under the same name
-    t.eq(&["DEL", "src"], i(1));
+    t.eq("DEL src", i(1));
     for (it, data) in &chunks {
         t.eqb(
             &[b"BF.LOADCHUNK", b"src", it.to_string().as_bytes(), data],
             ok(),
         );
     }
-    t.eq(&["BF.INFO", "src"], before.clone());
+    t.eq("BF.INFO src", before.clone());
     let c = count(&mut t, "src", "item:", "2500");
     t.check("same-name restore: members", &c, &i(2500));
     // 3. the non-scaling flag survives
-    t.eq(&["BF.RESERVE", "ns", "0.0001", "3", "NONSCALING"], ok());
-    t.eq(&["BF.MADD", "ns", "a", "b", "c"], ia(&[1, 1, 1]));
+    t.steps(
+        r#"
+        BF.RESERVE ns 0.0001 3 NONSCALING -> OK
+        BF.MADD ns a b c                  -> [1,1,1]
+    "#,
+    );
     let ns_chunks = t.scandump_all("ns");
     if ns_chunks.len() != 2 {
         t.fail(format!("ns: expected 2 chunks, got {}", ns_chunks.len()));
@@ -1103,10 +985,14 @@ fn b19_py_dump_restore_and_bounded_chunks() {
             ok(),
         );
     }
-    t.eq(&["BF.INFO", "ns2", "EXPANSION"], one(nil()));
-    t.eq(&["BF.ADD", "ns2", "d"], e(FULL));
-    // 4. LOADCHUNK header onto a key of another type
-    t.eq(&["SET", "str", "v"], ok());
+    t.steps(
+        r#"
+        BF.INFO ns2 EXPANSION -> [nil]
+        BF.ADD ns2 d          -> (error) ERR non scaling filter is full
+        # 4. LOADCHUNK header onto a key of another type
+        SET str v             -> OK
+    "#,
+    );
     t.eqb(
         &[
             b"BF.LOADCHUNK",
@@ -1117,9 +1003,9 @@ fn b19_py_dump_restore_and_bounded_chunks() {
         e(WRONGTYPE),
     );
     // 5. large filter (25.8 MB layer): the layer is sent in chunks of at most 16 MiB
-    t.eq(&["BF.RESERVE", "big", "0.0001", "10000000"], ok());
+    t.eq("BF.RESERVE big 0.0001 10000000", ok());
     add_many(&mut t, "big", "b:", "1000");
-    let bbefore = t.run(&["BF.INFO", "big"]);
+    let bbefore = t.run("BF.INFO big");
     t.check(
         "BF.INFO big",
         &bbefore,
@@ -1138,11 +1024,11 @@ fn b19_py_dump_restore_and_bounded_chunks() {
             ok(),
         );
     }
-    t.eq(&["BF.INFO", "big2"], bbefore);
+    t.eq("BF.INFO big2", bbefore);
     let c = count(&mut t, "big2", "b:", "1000");
     t.check("big2 members", &c, &i(1000));
     // 6. DUMP / RESTORE
-    let payload = match t.run(&["DUMP", "src"]) {
+    let payload = match t.run("DUMP src") {
         R::Bulk(b) => b,
         other => {
             t.fail(format!(
@@ -1153,7 +1039,7 @@ fn b19_py_dump_restore_and_bounded_chunks() {
         }
     };
     t.eqb(&[b"RESTORE", b"src:copy", b"0", &payload], ok());
-    t.eq(&["BF.INFO", "src:copy"], before);
+    t.eq("BF.INFO src:copy", before);
     let c = count(&mut t, "src:copy", "item:", "2500");
     t.check("RESTORE copy: members", &c, &i(2500));
     let r = t.runb(&[b"RESTORE", b"src:copy", b"0", &payload]);
@@ -1163,8 +1049,8 @@ fn b19_py_dump_restore_and_bounded_chunks() {
             show_r(&r)
         ));
     }
-    t.eq(&["BF.RESERVE", "fresh", "0.01", "1000000"], ok());
-    let p2 = match t.run(&["DUMP", "fresh"]) {
+    t.eq("BF.RESERVE fresh 0.01 1000000", ok());
+    let p2 = match t.run("DUMP fresh") {
         R::Bulk(b) => b,
         other => {
             t.fail(format!("DUMP fresh: {}", show_r(&other)));
@@ -1172,15 +1058,11 @@ fn b19_py_dump_restore_and_bounded_chunks() {
         }
     };
     t.eqb(&[b"RESTORE", b"fresh:copy", b"0", &p2], ok());
-    t.eq(
-        &["BF.INFO", "fresh:copy"],
-        info(1_000_000, 1_378_568, 1, 0, Some(2)),
-    );
-    t.eq(
-        &["BF.INFO", "fresh"],
-        info(1_000_000, 1_378_568, 1, 0, Some(2)),
-    );
-    t.eq(&["PING"], st("PONG"));
+    t.steps(r#"
+        BF.INFO fresh:copy -> [Capacity,1000000,Size,1378568,Number of filters,1,Number of items inserted,0,Expansion rate,2]
+        BF.INFO fresh      -> [Capacity,1000000,Size,1378568,Number of filters,1,Number of items inserted,0,Expansion rate,2]
+        PING               -> PONG
+    "#);
 }
 
 /// B21: malformed LOADCHUNK data and crafted RESTORE payloads are rejected without crashing.
@@ -1188,61 +1070,36 @@ fn b19_py_dump_restore_and_bounded_chunks() {
 fn b21_malformed_loadchunk_and_restore() {
     let mut s = Server::start();
     let mut t = Case::new(&s, "B21", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.LOADCHUNK", "c1", "1", "garbage"], e(BAD_DATA));
-    t.eqb(&[b"BF.LOADCHUNK", b"c1", b"1", b""], e(BAD_DATA));
+    t.steps(
+        r#"
+        FLUSHALL                  -> OK
+        BF.LOADCHUNK c1 1 garbage -> (error) ERR received bad data
+        BF.LOADCHUNK c1 1 ""      -> (error) ERR received bad data
+    "#,
+    );
     t.eqb(&[b"BF.LOADCHUNK", b"c1", b"1", &[0u8; 16]], e(BAD_DATA));
-    t.eq(&["BF.LOADCHUNK", "c1", "2", "abc"], e("ERR not found"));
-    t.eq(&["BF.LOADCHUNK", "c1", "0", "abc"], e("ERR not found"));
-    t.eq(
-        &["BF.LOADCHUNK", "c1", "abc", "x"],
-        e("ERR Second argument must be numeric"),
-    );
-    t.eq(&["EXISTS", "c1"], i(0));
-    // A well-formed header announcing absurd sizes (3.6e14 items, growth 1) is accepted; the
-    // next add needs a gigantic new layer and must fail (D3), changing nothing.
-    t.eqb(
-        &[
-            b"BF.LOADCHUNK",
-            b"c2",
-            b"1",
-            b"\x11\x18\xf3\xddtH\x01\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00\x11\x18\xf3\xddtH\x01\x00\x9a\x99\x99\x99\x99\x99\xb9?\x9a\x99\x99\x99\x99\x99\xb9?\x01\x00\x00\x00\x11\x18\xf3\xddtH\x01\x00\x00",
-        ],
-        ok(),
-    );
-    t.eq(
-        &["BF.ADD", "c2", "1"],
-        e("ERR problem inserting into filter"),
-    );
-    t.eq(
-        &["BF.LOADCHUNK", "c2", "71752852194637", "HELLO"],
-        e(NO_LINK),
-    );
-    t.eq(&["PING"], st("PONG"));
-    t.eq(&["BF.INFO", "c2", "FILTERS"], ia(&[1]));
-    t.eq(&["BF.CARD", "c2"], i(361_141_753_813_009));
-    t.eq(&["BF.RESERVE", "c3", "0.1", "4"], ok());
-    t.eq(&["BF.ADD", "c3", "x"], i(1));
-    t.eq(
-        &["BF.LOADCHUNK", "c3", "-9223372036854775808", "1"],
-        e(BAD_DATA),
-    );
-    t.eq(
-        &["BF.LOADCHUNK", "c3", "922337203685477588", "1"],
-        e(NO_LINK),
-    );
-    t.eq(
-        &[
-            "BF.LOADCHUNK",
-            "c3",
-            "4",
-            "kdoasdksaodsadsadsadsadsadadsadadsdad",
-        ],
-        e(BAD_DATA),
-    );
-    t.eq(&["BF.LOADCHUNK", "c3", "99999", "abcd"], e(NO_LINK));
-    t.eq(&["BF.EXISTS", "c3", "x"], i(1));
-    t.eq(&["BF.CARD", "c3"], i(1));
+    t.steps(r#"
+        BF.LOADCHUNK c1 2 abc                            -> (error) ERR not found
+        BF.LOADCHUNK c1 0 abc                            -> (error) ERR not found
+        BF.LOADCHUNK c1 abc x                            -> (error) ERR Second argument must be numeric
+        EXISTS c1                                        -> 0
+        # A well-formed header announcing absurd sizes (3.6e14 items, growth 1) is accepted; the
+        # next add needs a gigantic new layer and must fail (D3), changing nothing.
+        BF.LOADCHUNK c2 1 "\x11\x18\xf3\xddtH\x01\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00\x11\x18\xf3\xddtH\x01\x00\x9a\x99\x99\x99\x99\x99\xb9?\x9a\x99\x99\x99\x99\x99\xb9?\x01\x00\x00\x00\x11\x18\xf3\xddtH\x01\x00\x00" -> OK
+        BF.ADD c2 1                                      -> (error) ERR problem inserting into filter
+        BF.LOADCHUNK c2 71752852194637 HELLO             -> (error) ERR invalid offset - no link found
+        PING                                             -> PONG
+        BF.INFO c2 FILTERS                               -> [1]
+        BF.CARD c2                                       -> 361141753813009
+        BF.RESERVE c3 0.1 4                              -> OK
+        BF.ADD c3 x                                      -> 1
+        BF.LOADCHUNK c3 -9223372036854775808 1           -> (error) ERR received bad data
+        BF.LOADCHUNK c3 922337203685477588 1             -> (error) ERR invalid offset - no link found
+        BF.LOADCHUNK c3 4 kdoasdksaodsadsadsadsadsadadsadadsdad -> (error) ERR received bad data
+        BF.LOADCHUNK c3 99999 abcd                       -> (error) ERR invalid offset - no link found
+        BF.EXISTS c3 x                                   -> 1
+        BF.CARD c3                                       -> 1
+    "#);
     let restores: [(&[u8], &[u8]); 7] = [
         (b"r1", b"\x07\x810\x16\xe5\xa2\x89\xbe\xf8\x04\x02\x01\x02\x00\x02\x05\x02\x02\x00\x0a\x00\xf7\xa3\xba\xfb  \x09\xaf"),
         (b"r2", b"\x07\x810\x16\xe5\xa2\x89\xbe\xf8\x04\x02\x01\x02\x01\x02\x05\x02\x02\x02@d\x04{\x14\xaeG\xe1zt?\x02\x08\x04\xe4\x86/\xb25\x0e&@\x02~\x80\x02\x00\x05@\x90\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x01\x00\x0a\x00U\xd8_P<l\xae\xe6"),
@@ -1255,8 +1112,12 @@ fn b21_malformed_loadchunk_and_restore() {
     for (key, payload) in restores {
         t.eqb(&[b"RESTORE", key, b"0", payload], e(BAD_FORMAT));
     }
-    t.eq(&["EXISTS", "r1", "r2", "r3", "r4", "r5", "r6", "r7"], i(0));
-    t.eq(&["PING"], st("PONG"));
+    t.steps(
+        r#"
+        EXISTS r1 r2 r3 r4 r5 r6 r7 -> 0
+        PING                        -> PONG
+    "#,
+    );
     drop(t);
     assert!(s.is_alive(), "server died:\n{}", s.log());
 }
@@ -1293,50 +1154,64 @@ fn max_bulk_in_base_aof(dir: &Path) -> Option<usize> {
 fn b22_aof_rewrite_without_preamble() {
     let s = Server::start();
     let mut t = Case::new(&s, "B22", false);
-    t.eq(&["CONFIG", "SET", "appendonly", "no"], ok());
-    t.eq(&["CONFIG", "SET", "aof-use-rdb-preamble", "no"], ok());
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["CONFIG", "SET", "appendonly", "yes"], ok());
+    t.steps(
+        r#"
+        CONFIG SET appendonly no           -> OK
+        CONFIG SET aof-use-rdb-preamble no -> OK
+        FLUSHALL                           -> OK
+        CONFIG SET appendonly yes          -> OK
+    "#,
+    );
     t.wait_aof_idle();
-    t.eq(&["PING"], st("PONG"));
-    t.eq(
-        &["BF.RESERVE", "a:scaled", "0.001", "100", "EXPANSION", "2"],
-        ok(),
+    t.steps(
+        r#"
+        PING                                      -> PONG
+        BF.RESERVE a:scaled 0.001 100 EXPANSION 2 -> OK
+    "#,
     );
-    t.eq(&eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
-    t.eq(&["BF.RESERVE", "a:ns", "0.0001", "3", "NONSCALING"], ok());
-    t.eq(&["BF.MADD", "a:ns", "x", "y", "z"], ia(&[1, 1, 1]));
-    t.eq(
-        &["BF.RESERVE", "a:exp4", "0.01", "10", "EXPANSION", "4"],
-        ok(),
+    t.eq(eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
+    t.steps(
+        r#"
+        BF.RESERVE a:ns 0.0001 3 NONSCALING   -> OK
+        BF.MADD a:ns x y z                    -> [1,1,1]
+        BF.RESERVE a:exp4 0.01 10 EXPANSION 4 -> OK
+    "#,
     );
-    t.eq(&eval(ADD_LOOP, &["a:exp4"], &["e:", "60"]), bs("ADDED"));
-    t.eqb(&[b"BF.ADD", b"a:bin", b"\x00\xff\x00"], i(1));
-    t.eq(&["EXPIRE", "a:bin", "100000"], i(1));
-    t.eq(&["BF.RESERVE", "a:big", "0.0001", "10000000"], ok());
-    t.eq(&eval(ADD_LOOP, &["a:big"], &["g:", "500"]), bs("ADDED"));
-    t.eq(&["BF.INFO", "a:scaled", "SIZE"], ia(&[3872]));
-    t.eq(&["BF.INFO", "a:scaled", "CAPACITY"], ia(&[1500]));
-    t.eq(&["BF.INFO", "a:scaled", "FILTERS"], ia(&[4]));
-    t.eq(&["BF.INFO", "a:scaled", "ITEMS"], ia(&[1000]));
-    t.eq(&["BF.INFO", "a:exp4", "CAPACITY"], ia(&[210]));
-    t.eq(&["BF.INFO", "a:exp4", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "a:big", "SIZE"], ia(&[25_766_112]));
+    t.eq(eval(ADD_LOOP, &["a:exp4"], &["e:", "60"]), bs("ADDED"));
+    t.steps(
+        r#"
+        BF.ADD a:bin "\x00\xff\x00"      -> 1
+        EXPIRE a:bin 100000              -> 1
+        BF.RESERVE a:big 0.0001 10000000 -> OK
+    "#,
+    );
+    t.eq(eval(ADD_LOOP, &["a:big"], &["g:", "500"]), bs("ADDED"));
+    t.steps(
+        r#"
+        BF.INFO a:scaled SIZE     -> [3872]
+        BF.INFO a:scaled CAPACITY -> [1500]
+        BF.INFO a:scaled FILTERS  -> [4]
+        BF.INFO a:scaled ITEMS    -> [1000]
+        BF.INFO a:exp4 CAPACITY   -> [210]
+        BF.INFO a:exp4 FILTERS    -> [3]
+        BF.INFO a:big SIZE        -> [25766112]
+    "#,
+    );
     let keys = ["a:scaled", "a:ns", "a:exp4", "a:bin", "a:big"];
     let fields = ["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"];
     let snapshot = |t: &mut Case| -> Vec<R> {
         let mut v = Vec::new();
         for k in keys {
-            v.push(t.run(&["BF.INFO", k]));
+            v.push(t.run(["BF.INFO", k]));
             for f in fields {
-                v.push(t.run(&["BF.INFO", k, f]));
+                v.push(t.run(["BF.INFO", k, f]));
             }
-            v.push(t.run(&["BF.DEBUG", k]));
+            v.push(t.run(["BF.DEBUG", k]));
         }
         v
     };
     let before = snapshot(&mut t);
-    let r = t.run(&["BGREWRITEAOF"]);
+    let r = t.run("BGREWRITEAOF");
     if !matches!(&r, R::Simple(m) if m.to_lowercase().contains("rewriting")) {
         t.fail(format!("BGREWRITEAOF: {}", show_r(&r)));
     }
@@ -1355,39 +1230,51 @@ fn b22_aof_rewrite_without_preamble() {
             "largest argument in the rewritten AOF must be <= 16 MiB (LOADCHUNK records), got {other:?}"
         )),
     }
-    t.eq(&["PING"], st("PONG"));
-    t.eq(&["DEBUG", "LOADAOF"], ok());
+    t.steps(
+        r#"
+        PING          -> PONG
+        DEBUG LOADAOF -> OK
+    "#,
+    );
     let after = snapshot(&mut t);
     t.check(
         "BF.INFO / BF.DEBUG of every key after AOF reload",
         &a(after),
         &a(before),
     );
-    t.eq(&["BF.INFO", "a:scaled", "SIZE"], ia(&[3872]));
-    t.eq(&["BF.INFO", "a:scaled", "CAPACITY"], ia(&[1500]));
-    t.eq(&["BF.INFO", "a:scaled", "FILTERS"], ia(&[4]));
-    t.eq(&["BF.INFO", "a:scaled", "ITEMS"], ia(&[1000]));
-    t.eq(&["BF.INFO", "a:scaled", "EXPANSION"], ia(&[2]));
-    t.eq(&["BF.INFO", "a:exp4", "CAPACITY"], ia(&[210]));
-    t.eq(&["BF.INFO", "a:exp4", "FILTERS"], ia(&[3]));
-    t.eq(&["BF.INFO", "a:exp4", "EXPANSION"], ia(&[4]));
-    t.eq(&["BF.INFO", "a:big", "SIZE"], ia(&[25_766_112]));
-    t.eq(&eval(COUNT_LOOP, &["a:scaled"], &["s:", "1000"]), i(1000));
-    t.eq(&eval(COUNT_LOOP, &["a:exp4"], &["e:", "60"]), i(60));
-    t.eq(&eval(COUNT_LOOP, &["a:big"], &["g:", "500"]), i(500));
-    t.eqb(&[b"BF.EXISTS", b"a:bin", b"\x00\xff\x00"], i(1));
+    t.steps(
+        r#"
+        BF.INFO a:scaled SIZE      -> [3872]
+        BF.INFO a:scaled CAPACITY  -> [1500]
+        BF.INFO a:scaled FILTERS   -> [4]
+        BF.INFO a:scaled ITEMS     -> [1000]
+        BF.INFO a:scaled EXPANSION -> [2]
+        BF.INFO a:exp4 CAPACITY    -> [210]
+        BF.INFO a:exp4 FILTERS     -> [3]
+        BF.INFO a:exp4 EXPANSION   -> [4]
+        BF.INFO a:big SIZE         -> [25766112]
+    "#,
+    );
+    t.eq(eval(COUNT_LOOP, &["a:scaled"], &["s:", "1000"]), i(1000));
+    t.eq(eval(COUNT_LOOP, &["a:exp4"], &["e:", "60"]), i(60));
+    t.eq(eval(COUNT_LOOP, &["a:big"], &["g:", "500"]), i(500));
+    t.eq(r#"BF.EXISTS a:bin "\x00\xff\x00""#, i(1));
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>0 then return 'TTL_KEPT' end return 'TTL_LOST '..t",
             &["a:bin"],
             &[],
         ),
         bs("TTL_KEPT"),
     );
-    t.eq(&["BF.INFO", "a:ns", "EXPANSION"], one(nil()));
-    t.eq(&["BF.ADD", "a:ns", "w"], e(FULL));
-    t.eq(&["CONFIG", "SET", "appendonly", "no"], ok());
-    t.eq(&["CONFIG", "SET", "aof-use-rdb-preamble", "yes"], ok());
+    t.steps(
+        r#"
+        BF.INFO a:ns EXPANSION              -> [nil]
+        BF.ADD a:ns w                       -> (error) ERR non scaling filter is full
+        CONFIG SET appendonly no            -> OK
+        CONFIG SET aof-use-rdb-preamble yes -> OK
+    "#,
+    );
 }
 
 /// B23 (.redis and .py): every BF.LOADCHUNK (header and data) reaches the AOF.
@@ -1395,17 +1282,22 @@ fn b22_aof_rewrite_without_preamble() {
 fn b23_loadchunk_is_propagated() {
     let s = Server::start();
     let mut t = Case::new(&s, "B23", false);
-    t.eq(&["CONFIG", "SET", "appendonly", "no"], ok());
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["CONFIG", "SET", "appendonly", "yes"], ok());
-    t.wait_aof_idle();
-    t.eq(&["PING"], st("PONG"));
-    t.eq(
-        &["BF.RESERVE", "src", "0.001", "500", "EXPANSION", "2"],
-        ok(),
+    t.steps(
+        r#"
+        CONFIG SET appendonly no  -> OK
+        FLUSHALL                  -> OK
+        CONFIG SET appendonly yes -> OK
+    "#,
     );
-    t.eq(&eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
-    let info_src = t.run(&["BF.INFO", "src"]);
+    t.wait_aof_idle();
+    t.steps(
+        r#"
+        PING                                 -> PONG
+        BF.RESERVE src 0.001 500 EXPANSION 2 -> OK
+    "#,
+    );
+    t.eq(eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
+    let info_src = t.run("BF.INFO src");
     t.check(
         "BF.INFO src",
         &info_src,
@@ -1423,20 +1315,24 @@ fn b23_loadchunk_is_propagated() {
         );
     }
     // And from Lua (B23.redis).
-    t.eq(&eval(COPY_LOOP, &["src", "dst2"], &[]), i(3));
-    t.eq(&eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
-    t.eq(&["DEL", "src"], i(1));
-    t.eq(&["DEBUG", "LOADAOF"], ok());
-    t.eq(&["EXISTS", "src"], i(0));
-    t.eq(&["EXISTS", "dst"], i(1));
-    t.eq(&["EXISTS", "dst2"], i(1));
+    t.eq(eval(COPY_LOOP, &["src", "dst2"], &[]), i(3));
+    t.eq(eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
+    t.steps(
+        r#"
+        DEL src       -> 1
+        DEBUG LOADAOF -> OK
+        EXISTS src    -> 0
+        EXISTS dst    -> 1
+        EXISTS dst2   -> 1
+    "#,
+    );
     for k in ["dst", "dst2"] {
-        t.eq(&["BF.INFO", k, "CAPACITY"], ia(&[1500]));
-        t.eq(&["BF.INFO", k, "FILTERS"], ia(&[2]));
-        t.eq(&["BF.INFO", k], info_src.clone());
-        t.eq(&eval(COUNT_LOOP, &[k], &["m:", "1200"]), i(1200));
+        t.eq(["BF.INFO", k, "CAPACITY"], ia(&[1500]));
+        t.eq(["BF.INFO", k, "FILTERS"], ia(&[2]));
+        t.eq(["BF.INFO", k], info_src.clone());
+        t.eq(eval(COUNT_LOOP, &[k], &["m:", "1200"]), i(1200));
     }
-    t.eq(&["CONFIG", "SET", "appendonly", "no"], ok());
+    t.eq("CONFIG SET appendonly no", ok());
 }
 
 /// B25: TYPE, EXPIRE/RENAME, MOVE, COPY (a deep copy), MEMORY USAGE.
@@ -1444,50 +1340,58 @@ fn b23_loadchunk_is_propagated() {
 fn b25_generic_key_commands() {
     let s = Server::start();
     let mut t = Case::new(&s, "B25", false);
-    t.eq(&["FLUSHALL"], ok());
-    t.eq(&["BF.RESERVE", "k", "0.01", "100"], ok());
-    t.eq(&["BF.MADD", "k", "a", "b", "c"], ia(&[1, 1, 1]));
-    t.eq(&["TYPE", "k"], st("MBbloom--"));
-    t.eq(&["EXPIRE", "k", "1000"], i(1));
-    t.eq(&["RENAME", "k", "k2"], ok());
-    t.eq(&["EXISTS", "k"], i(0));
-    t.eq(&["BF.EXISTS", "k2", "a"], i(1));
+    t.steps(
+        r#"
+        FLUSHALL              -> OK
+        BF.RESERVE k 0.01 100 -> OK
+        BF.MADD k a b c       -> [1,1,1]
+        TYPE k                -> MBbloom--
+        EXPIRE k 1000         -> 1
+        RENAME k k2           -> OK
+        EXISTS k              -> 0
+        BF.EXISTS k2 a        -> 1
+    "#,
+    );
     t.eq(
-        &eval(
+        eval(
             "local t=redis.call('TTL',KEYS[1]) if t>900 and t<=1000 then return 'TTL_KEPT' end return 'TTL_LOST '..t",
             &["k2"],
             &[],
         ),
         bs("TTL_KEPT"),
     );
-    t.eq(&["PERSIST", "k2"], i(1));
-    t.eq(&["TTL", "k2"], i(-1));
-    t.eq(&["MOVE", "k2", "1"], i(1));
-    t.eq(&["SELECT", "1"], ok());
-    t.eq(&["BF.EXISTS", "k2", "b"], i(1));
-    t.eq(&["BF.CARD", "k2"], i(3));
-    t.eq(&["COPY", "k2", "k3"], i(1));
-    t.eq(&["BF.ADD", "k3", "only-in-copy"], i(1));
-    t.eq(&["BF.EXISTS", "k2", "only-in-copy"], i(0));
-    t.eq(&["BF.EXISTS", "k3", "a"], i(1));
-    t.eq(&["BF.INFO", "k3", "ITEMS"], ia(&[4]));
-    t.eq(&["BF.INFO", "k2", "ITEMS"], ia(&[3]));
-    t.eq(&["TYPE", "k3"], st("MBbloom--"));
-    t.eq(&["UNLINK", "k2", "k3"], i(2));
-    t.eq(&["FLUSHDB"], ok());
-    t.eq(&["SELECT", "0"], ok());
-    t.eq(&["BF.RESERVE", "big", "0.01", "1000000"], ok());
+    t.steps(
+        r#"
+        PERSIST k2                  -> 1
+        TTL k2                      -> -1
+        MOVE k2 1                   -> 1
+        SELECT 1                    -> OK
+        BF.EXISTS k2 b              -> 1
+        BF.CARD k2                  -> 3
+        COPY k2 k3                  -> 1
+        BF.ADD k3 only-in-copy      -> 1
+        BF.EXISTS k2 only-in-copy   -> 0
+        BF.EXISTS k3 a              -> 1
+        BF.INFO k3 ITEMS            -> [4]
+        BF.INFO k2 ITEMS            -> [3]
+        TYPE k3                     -> MBbloom--
+        UNLINK k2 k3                -> 2
+        FLUSHDB                     -> OK
+        SELECT 0                    -> OK
+        BF.RESERVE big 0.01 1000000 -> OK
+    "#,
+    );
     t.eq(
-        &eval(
+        eval(
             "local m=redis.call('MEMORY','USAGE',KEYS[1]) if m>=1000000 then return 'MEM_OK' end return 'MEM_TOO_LOW '..m",
             &["big"],
             &[],
         ),
         bs("MEM_OK"),
     );
-    t.eq(&["BF.RESERVE", "small", "0.01", "1000"], ok());
+    t.eq("BF.RESERVE small 0.01 1000", ok());
     t.eq(
-        &eval(
+        eval(
             "local a=redis.call('MEMORY','USAGE',KEYS[1]) for i=1,5000 do redis.call('BF.ADD',KEYS[1],'x'..i) end local b=redis.call('MEMORY','USAGE',KEYS[1]) if b>a then return 'MEM_GREW' end return 'MEM_STATIC '..a..' '..b",
             &["small"],
             &[],
@@ -1495,7 +1399,7 @@ fn b25_generic_key_commands() {
         bs("MEM_GREW"),
     );
     // MEMORY USAGE = the value's 32 + sum(64 + bytes) plus Redis' key overhead (§8.4).
-    let mu = t.int(&["MEMORY", "USAGE", "big"]);
+    let mu = t.int("MEMORY USAGE big");
     if !(1_378_568..=1_378_568 + 128).contains(&mu) {
         t.fail(format!(
             "MEMORY USAGE big: expected 1378568 + key overhead (<= 128), got {mu}"
@@ -1507,17 +1411,19 @@ fn b25_generic_key_commands() {
 // The shared scripts themselves
 // ------------------------------------------------------------------------------------------
 
-/// Runs `sh ../shared/cases/run_all.sh PORT` when the shared folder sits next to the repo.
+/// Runs `sh ../shared/cases/run_all.sh PORT` when the shared folder sits next to the repo;
+/// without it, prints a loud SKIP line (and fails when `BF_REQUIRE_SHARED` is set, as in CI).
 #[test]
 fn shared_cases_run_all() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases");
-    if !dir.join("run_all.sh").is_file() {
-        eprintln!(
-            "note: {} not found; skipping the shared case scripts",
-            dir.display()
-        );
+    let Some(shared) = common::shared_or_skip("shared_cases_run_all") else {
         return;
-    }
+    };
+    let dir = shared.join("cases");
+    assert!(
+        dir.join("run_all.sh").is_file(),
+        "{} has no run_all.sh",
+        dir.display()
+    );
     let expected_cases = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())

@@ -13,7 +13,7 @@
 mod common;
 mod robust;
 
-use common::{free_port, Rng, Server};
+use common::{cmd, free_port, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
@@ -65,7 +65,7 @@ fn redis_cli(args: &[String]) -> String {
 
 /// slot → port of the primary serving it, from CLUSTER NODES.
 fn slot_owners(con: &mut Connection) -> Vec<u16> {
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(con).unwrap();
+    let nodes: String = cmd("CLUSTER NODES").query(con).unwrap();
     let mut owner = vec![0u16; 16384];
     for line in nodes.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -101,7 +101,7 @@ fn cluster_ok(port: u16) -> bool {
     redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
         .map(|mut c| {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            let info: String = cmd("CLUSTER INFO").query(&mut c).unwrap();
             info.contains("cluster_state:ok") && info.contains("cluster_slots_assigned:16384")
         })
         .unwrap_or(false)
@@ -110,7 +110,7 @@ fn cluster_ok(port: u16) -> bool {
 fn dbsizes(nodes: &[Server]) -> Vec<i64> {
     nodes
         .iter()
-        .map(|n| redis::cmd("DBSIZE").query(&mut n.conn()).unwrap())
+        .map(|n| cmd("DBSIZE").query(&mut n.conn()).unwrap())
         .collect()
 }
 
@@ -120,18 +120,18 @@ fn create_filter(con: &mut ClusterConnection, i: usize) -> Vec<Vec<u8>> {
     let items: Vec<Vec<u8>> = (0..ITEMS_PER_FILTER).map(|n| item(i, n)).collect();
     let reply = match i % 4 {
         0 => {
-            let _: () = redis::cmd("BF.RESERVE")
+            let _: () = cmd("BF.RESERVE")
                 .arg(&k)
                 .arg(0.01)
                 .arg(20)
                 .query(con)
                 .unwrap();
-            raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items))
+            raw(con, cmd("BF.MADD").arg(&k).arg(&items))
         }
-        1 => raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items)),
+        1 => raw(con, cmd("BF.MADD").arg(&k).arg(&items)),
         2 => raw(
             con,
-            redis::cmd("BF.INSERT")
+            cmd("BF.INSERT")
                 .arg(&k)
                 .arg("CAPACITY")
                 .arg(10)
@@ -141,14 +141,14 @@ fn create_filter(con: &mut ClusterConnection, i: usize) -> Vec<Vec<u8>> {
                 .arg(&items),
         ),
         _ => {
-            let _: () = redis::cmd("BF.RESERVE")
+            let _: () = cmd("BF.RESERVE")
                 .arg(&k)
                 .arg(0.001)
                 .arg(1000)
                 .arg("NONSCALING")
                 .query(con)
                 .unwrap();
-            raw(con, redis::cmd("BF.MADD").arg(&k).arg(&items))
+            raw(con, cmd("BF.MADD").arg(&k).arg(&items))
         }
     };
     let Value::Array(r) = reply else {
@@ -182,7 +182,7 @@ fn writer(client: ClusterClient, stop: Arc<AtomicBool>, seed: u64) -> Written {
             key(rng.below(FILTERS as u64) as usize)
         };
         let it = format!("w:{n}").into_bytes();
-        let r: redis::RedisResult<i64> = redis::cmd("BF.ADD").arg(&k).arg(&it).query(&mut con);
+        let r: redis::RedisResult<i64> = cmd("BF.ADD").arg(&k).arg(&it).query(&mut con);
         match r {
             Ok(0 | 1) => out.acked.push((k, it)),
             Ok(v) => out.errors.push(format!("unexpected reply {v}")),
@@ -208,12 +208,7 @@ fn resharding_under_writes_keeps_every_item() {
     }
     let ids: Vec<String> = nodes
         .iter()
-        .map(|n| {
-            redis::cmd("CLUSTER")
-                .arg("MYID")
-                .query(&mut n.conn())
-                .unwrap()
-        })
+        .map(|n| cmd("CLUSTER MYID").query(&mut n.conn()).unwrap())
         .collect();
     println!("cluster of 3 primaries up in {:?}", t0.elapsed());
 
@@ -253,8 +248,7 @@ fn resharding_under_writes_keeps_every_item() {
     let mut direct0 = nodes[0].conn();
     let filter_slots: Vec<usize> = (0..FILTERS)
         .map(|i| {
-            redis::cmd("CLUSTER")
-                .arg("KEYSLOT")
+            cmd("CLUSTER KEYSLOT")
                 .arg(key(i))
                 .query(&mut direct0)
                 .unwrap()
@@ -339,26 +333,15 @@ fn resharding_under_writes_keeps_every_item() {
     }
     let mut per_node = [0usize; 3];
     for (k, its) in &expected {
-        let slot: usize = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(k)
-            .query(&mut direct[0])
-            .unwrap();
+        let slot: usize = cmd("CLUSTER KEYSLOT").arg(k).query(&mut direct[0]).unwrap();
         let owner = ports.iter().position(|&p| p == owners[slot]).unwrap();
         per_node[owner] += 1;
-        let exists: i64 = redis::cmd("EXISTS")
-            .arg(k)
-            .query(&mut direct[owner])
-            .unwrap();
+        let exists: i64 = cmd("EXISTS").arg(k).query(&mut direct[owner]).unwrap();
         assert_eq!(exists, 1, "{} on its owner", String::from_utf8_lossy(k));
         assert_present(&mut direct[owner], "on the owner node", k, its, 1000);
         for (n, d) in direct.iter_mut().enumerate() {
             if n != owner {
-                let c: i64 = redis::cmd("CLUSTER")
-                    .arg("COUNTKEYSINSLOT")
-                    .arg(slot)
-                    .query(d)
-                    .unwrap();
+                let c: i64 = cmd("CLUSTER COUNTKEYSINSLOT").arg(slot).query(d).unwrap();
                 assert_eq!(c, 0, "node{n} still holds keys of slot {slot}");
             }
         }
@@ -401,17 +384,12 @@ fn flatten(v: &Value, out: &mut Vec<String>) {
 fn every_bf_command_names_its_key() {
     let s = Server::start();
     let mut con = s.conn();
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg("gk")
+    let _: () = cmd("BF.RESERVE gk")
         .arg(0.01)
         .arg(100)
         .query(&mut con)
         .unwrap();
-    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-        .arg("gk")
-        .arg(0)
-        .query(&mut con)
-        .unwrap();
+    let (_, header): (i64, Vec<u8>) = cmd("BF.SCANDUMP gk 0").query(&mut con).unwrap();
     let calls: Vec<Vec<Vec<u8>>> = [
         vec!["BF.RESERVE", "{k}1", "0.01", "100"],
         vec!["BF.RESERVE", "{k}1", "0.01", "100", "EXPANSION", "4"],
@@ -443,8 +421,7 @@ fn every_bf_command_names_its_key() {
     .collect();
     let mut names = std::collections::BTreeSet::new();
     for call in &calls {
-        let keys: Vec<Vec<u8>> = redis::cmd("COMMAND")
-            .arg("GETKEYS")
+        let keys: Vec<Vec<u8>> = cmd("COMMAND GETKEYS")
             .arg(call)
             .query(&mut con)
             .unwrap_or_else(|e| panic!("GETKEYS {:?}: {e}", String::from_utf8_lossy(&call[0])));
@@ -458,7 +435,7 @@ fn every_bf_command_names_its_key() {
     }
     assert_eq!(names.len(), 11, "all eleven commands: {names:?}");
     for name in &names {
-        let info = raw(&mut con, redis::cmd("COMMAND").arg("INFO").arg(name));
+        let info = raw(&mut con, cmd("COMMAND INFO").arg(name));
         assert!(value_error(&info).is_none());
         let Value::Array(outer) = info else {
             panic!("{info:?}")

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{complete_len, raw_command, Server};
+use common::{complete_len, raw_command, show_args, Args, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -167,53 +167,56 @@ impl Ck {
         raw_command(self.port, resp3, args)
     }
 
-    fn q(&self, resp3: bool, args: &[&str]) -> Vec<u8> {
-        let v: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    /// The raw reply to a command (see [`Args`] for the forms a command may take).
+    fn q(&self, resp3: bool, cmd: impl Args) -> Vec<u8> {
+        let args = cmd.to_args();
+        let v: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         self.raw(resp3, &v)
     }
 
-    fn check_bytes(&mut self, resp3: bool, args: &[&[u8]], want: &[u8]) {
-        let got = self.raw(resp3, args);
+    fn check_bytes(&mut self, resp3: bool, cmd: impl Args, want: &[u8]) {
+        let args = cmd.to_args();
+        let got = self.q(resp3, &args);
         if got != want {
-            let cmd: Vec<String> = args.iter().map(|a| show(a)).collect();
             self.fails.push(format!(
                 "[{}] {}\n      expected: {}\n      got:      {}",
                 if resp3 { "RESP3" } else { "RESP2" },
-                cmd.join(" "),
+                show_args(&args),
                 show(want),
                 show(&got)
             ));
         }
     }
 
-    fn check(&mut self, resp3: bool, args: &[&str], want: &str) {
-        let v: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        self.check_bytes(resp3, &v, want.as_bytes());
+    fn check(&mut self, resp3: bool, cmd: impl Args, want: &str) {
+        self.check_bytes(resp3, cmd, want.as_bytes());
     }
 
     /// RESP2 exact.
-    fn is(&mut self, args: &[&str], want: &str) {
-        self.check(false, args, want);
+    fn is(&mut self, cmd: impl Args, want: &str) {
+        self.check(false, cmd, want);
     }
 
     /// RESP3 exact.
-    fn is3(&mut self, args: &[&str], want: &str) {
-        self.check(true, args, want);
+    fn is3(&mut self, cmd: impl Args, want: &str) {
+        self.check(true, cmd, want);
     }
 
     /// Same bytes expected in both protocols (use only for commands that change nothing).
-    fn both(&mut self, args: &[&str], want: &str) {
-        self.check(false, args, want);
-        self.check(true, args, want);
+    fn both(&mut self, cmd: impl Args, want: &str) {
+        let args = cmd.to_args();
+        self.check(false, &args, want);
+        self.check(true, &args, want);
     }
 
     /// An error reply (any text), in RESP2.
-    fn is_err(&mut self, args: &[&str]) {
-        let got = self.q(false, args);
+    fn is_err(&mut self, cmd: impl Args) {
+        let args = cmd.to_args();
+        let got = self.q(false, &args);
         if !got.starts_with(b"-") {
             self.fails.push(format!(
                 "[RESP2] {}\n      expected: an error reply\n      got:      {}",
-                args.join(" "),
+                show_args(&args),
                 show(&got)
             ));
         }
@@ -221,7 +224,7 @@ impl Ck {
 
     /// The key does not exist (EXISTS = 0).
     fn absent(&mut self, key: &str) {
-        self.is(&["EXISTS", key], ":0\r\n");
+        self.is(["EXISTS", key], ":0\r\n");
     }
 
     fn fail(&mut self, msg: String) {
@@ -231,13 +234,7 @@ impl Ck {
 
 impl Drop for Ck {
     fn drop(&mut self) {
-        if !self.fails.is_empty() && !std::thread::panicking() {
-            panic!(
-                "{} mismatch(es):\n  {}",
-                self.fails.len(),
-                self.fails.join("\n  ")
-            );
-        }
+        common::report_fails("", &self.fails);
     }
 }
 
@@ -361,14 +358,14 @@ const ABC_L: [&str; 12] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"
 fn reserve_replies_ok_and_creates_the_described_filter() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "r2", "0.01", "1000"], OK);
-    c.is3(&["BF.RESERVE", "r3", "0.01", "1000"], OK);
+    c.is("BF.RESERVE r2 0.01 1000", OK);
+    c.is3("BF.RESERVE r3 0.01 1000", OK);
     for k in ["r2", "r3"] {
-        c.is(&["BF.INFO", k], &info(false, 1000, 1480, 1, 0, Some(2)));
-        c.is3(&["BF.INFO", k], &info(true, 1000, 1480, 1, 0, Some(2)));
+        c.is(["BF.INFO", k], &info(false, 1000, 1480, 1, 0, Some(2)));
+        c.is3(["BF.INFO", k], &info(true, 1000, 1480, 1, 0, Some(2)));
         // First layer of a scaling filter has half the requested error rate.
         c.both(
-            &["BF.DEBUG", k],
+            ["BF.DEBUG", k],
             &bulks(&[
                 "size:0",
                 "bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:0 ratio:0.005",
@@ -376,41 +373,41 @@ fn reserve_replies_ok_and_creates_the_described_filter() {
         );
     }
     // NONSCALING: error not halved, expansion reported as nil.
-    c.is(&["BF.RESERVE", "ns", "0.01", "1000", "NONSCALING"], OK);
-    c.is(&["BF.INFO", "ns"], &info(false, 1000, 1296, 1, 0, None));
-    c.is3(&["BF.INFO", "ns"], &info(true, 1000, 1296, 1, 0, None));
+    c.is("BF.RESERVE ns 0.01 1000 NONSCALING", OK);
+    c.is("BF.INFO ns", &info(false, 1000, 1296, 1, 0, None));
+    c.is3("BF.INFO ns", &info(true, 1000, 1296, 1, 0, None));
     c.both(
-        &["BF.DEBUG", "ns"],
+        "BF.DEBUG ns",
         &bulks(&[
             "size:0",
             "bytes:1200 bits:9600 hashes:7 hashwidth:64 capacity:1000 size:0 ratio:0.01",
         ]),
     );
     // EXPANSION n is stored.
-    c.is(&["BF.RESERVE", "e4", "0.01", "1000", "EXPANSION", "4"], OK);
-    c.is(&["BF.INFO", "e4", "EXPANSION"], &info1(false, "", Some(4)));
+    c.is("BF.RESERVE e4 0.01 1000 EXPANSION 4", OK);
+    c.is("BF.INFO e4 EXPANSION", &info1(false, "", Some(4)));
     c.is3(
-        &["BF.INFO", "e4", "EXPANSION"],
+        "BF.INFO e4 EXPANSION",
         &info1(true, "Expansion rate", Some(4)),
     );
     // Case-insensitive keywords and command name.
-    c.is(&["bf.reserve", "lc", "0.01", "100", "expansion", "3"], OK);
-    c.is(&["BF.INFO", "lc", "EXPANSION"], &info1(false, "", Some(3)));
-    c.is(&["Bf.Reserve", "lc2", "0.01", "100", "NonScaling"], OK);
-    c.is(&["BF.INFO", "lc2", "EXPANSION"], &info1(false, "", None));
+    c.is("bf.reserve lc 0.01 100 expansion 3", OK);
+    c.is("BF.INFO lc EXPANSION", &info1(false, "", Some(3)));
+    c.is("Bf.Reserve lc2 0.01 100 NonScaling", OK);
+    c.is("BF.INFO lc2 EXPANSION", &info1(false, "", None));
     // Double forms accepted by strtod: ".5", exponent, hex float (2^-7 -> first layer 2^-8).
-    c.is(&["BF.RESERVE", "d1", ".5", "100"], OK);
-    c.is(&["BF.RESERVE", "d2", "1e-3", "100"], OK);
+    c.is("BF.RESERVE d1 .5 100", OK);
+    c.is("BF.RESERVE d2 1e-3 100", OK);
     c.both(
-        &["BF.DEBUG", "d2"],
+        "BF.DEBUG d2",
         &bulks(&[
             "size:0",
             "bytes:200 bits:1600 hashes:11 hashwidth:64 capacity:100 size:0 ratio:0.0005",
         ]),
     );
-    c.is(&["BF.RESERVE", "d3", "0x1p-7", "100"], OK);
-    c.is(&["BF.INFO", "d3", "CAPACITY"], &ints(&[100]));
-    let dbg = c.q(false, &["BF.DEBUG", "d3"]);
+    c.is("BF.RESERVE d3 0x1p-7 100", OK);
+    c.is("BF.INFO d3 CAPACITY", &ints(&[100]));
+    let dbg = c.q(false, "BF.DEBUG d3");
     if !dbg.ends_with(b" ratio:0.00390625\r\n") {
         c.fail(format!(
             "BF.DEBUG d3 (error 0x1p-7): expected last line to end with ratio:0.00390625, got {}",
@@ -424,25 +421,13 @@ fn reserve_arity_errors() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     let a = arity("bf.reserve");
-    c.both(&["BF.RESERVE"], &a);
-    c.both(&["BF.RESERVE", "k"], &a);
-    c.both(&["BF.RESERVE", "k", "0.01"], &a);
+    c.both("BF.RESERVE", &a);
+    c.both("BF.RESERVE k", &a);
+    c.both("BF.RESERVE k 0.01", &a);
     // The registered lower-case name whatever the case used by the client.
-    c.both(&["bF.rEsErVe", "k", "0.01"], &a);
+    c.both("bF.rEsErVe k 0.01", &a);
     // argc 8 > 7.
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "100",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-            "x",
-        ],
-        &a,
-    );
+    c.both("BF.RESERVE k 0.01 100 EXPANSION 2 NONSCALING x", &a);
     c.absent("k");
 }
 
@@ -455,20 +440,17 @@ fn reserve_error_rate_validation() {
     for e in [
         "abc", "", " 0.01", "0.01 ", "0.01x", "nan", "1e999", "1e-400", "1,5",
     ] {
-        c.both(&["BF.RESERVE", "k", e, "100"], &bad);
+        c.both(["BF.RESERVE", "k", e, "100"], &bad);
     }
     for e in ["0", "1", "2", "-0.01", "1.0", "inf", "-inf", "10.1"] {
-        c.both(&["BF.RESERVE", "k", e, "100"], &range);
+        c.both(["BF.RESERVE", "k", e, "100"], &range);
     }
     // Error rate is checked before the capacity (parse and range).
-    c.both(&["BF.RESERVE", "k", "abc", "abc"], &bad);
-    c.both(&["BF.RESERVE", "k", "2", "abc"], &range);
-    c.both(&["BF.RESERVE", "k", "0", "0"], &range);
-    c.both(
-        &["BF.RESERVE", "k", "10.1", "1000", "EXPANSION", "4"],
-        &range,
-    );
-    c.is(&["DBSIZE"], ":0\r\n");
+    c.both("BF.RESERVE k abc abc", &bad);
+    c.both("BF.RESERVE k 2 abc", &range);
+    c.both("BF.RESERVE k 0 0", &range);
+    c.both("BF.RESERVE k 10.1 1000 EXPANSION 4", &range);
+    c.is("DBSIZE", ":0\r\n");
 }
 
 #[test]
@@ -489,30 +471,16 @@ fn reserve_capacity_validation() {
         "9223372036854775808",
         "18446744073709551616",
     ] {
-        c.both(&["BF.RESERVE", "k", "0.01", cap], &bad);
+        c.both(["BF.RESERVE", "k", "0.01", cap], &bad);
     }
     for cap in ["0", "-1", "-9223372036854775808"] {
-        c.both(&["BF.RESERVE", "k", "0.01", cap], &range);
+        c.both(["BF.RESERVE", "k", "0.01", cap], &range);
     }
     // Capacity is checked before EXPANSION / NONSCALING.
-    c.both(&["BF.RESERVE", "k", "0.01", "abc", "EXPANSION", "0"], &bad);
-    c.both(
-        &["BF.RESERVE", "k", "0.01", "0", "EXPANSION", "abc"],
-        &range,
-    );
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "0",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-        ],
-        &range,
-    );
-    c.is(&["DBSIZE"], ":0\r\n");
+    c.both("BF.RESERVE k 0.01 abc EXPANSION 0", &bad);
+    c.both("BF.RESERVE k 0.01 0 EXPANSION abc", &range);
+    c.both("BF.RESERVE k 0.01 0 EXPANSION 2 NONSCALING", &range);
+    c.is("DBSIZE", ":0\r\n");
 }
 
 #[test]
@@ -523,97 +491,37 @@ fn reserve_expansion_and_nonscaling_validation() {
     let bad_exp = err("ERR bad expansion");
     let exp_range = err("ERR expansion should be greater or equal to 1");
     let ns_exp = err("Nonscaling filters cannot expand"); // no ERR prefix
-    c.both(&["BF.RESERVE", "k", "0.01", "100", "EXPANSION"], &no_exp);
-    c.both(&["BF.RESERVE", "k", "0.01", "100", "expansion"], &no_exp);
-    c.both(
-        &["BF.RESERVE", "k", "0.01", "100", "NONSCALING", "EXPANSION"],
-        &no_exp,
-    );
+    c.both("BF.RESERVE k 0.01 100 EXPANSION", &no_exp);
+    c.both("BF.RESERVE k 0.01 100 expansion", &no_exp);
+    c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION", &no_exp);
     for v in ["abc", "1.5", "0100", "+2", ""] {
-        c.both(
-            &["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
-            &bad_exp,
-        );
+        c.both(["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v], &bad_exp);
     }
     for v in ["0", "-2", "-1"] {
         c.both(
-            &["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
+            ["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
             &exp_range,
         );
     }
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "100",
-            "NONSCALING",
-            "EXPANSION",
-            "2",
-        ],
-        &ns_exp,
-    );
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "100",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-        ],
-        &ns_exp,
-    );
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "100",
-            "expansion",
-            "3",
-            "nonscaling",
-        ],
-        &ns_exp,
-    );
+    c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2", &ns_exp);
+    c.both("BF.RESERVE k 0.01 100 EXPANSION 2 NONSCALING", &ns_exp);
+    c.both("BF.RESERVE k 0.01 100 expansion 3 nonscaling", &ns_exp);
     // The NONSCALING conflict is found before the expansion value is parsed (§5.2 step 5).
-    c.both(
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "100",
-            "EXPANSION",
-            "abc",
-            "NONSCALING",
-        ],
-        &ns_exp,
-    );
-    c.is(&["DBSIZE"], ":0\r\n");
+    c.both("BF.RESERVE k 0.01 100 EXPANSION abc NONSCALING", &ns_exp);
+    c.is("DBSIZE", ":0\r\n");
     // Limits of the stored u32 (D6: >= 2^32 is an error, not a wrap-around).
-    c.is(
-        &[
-            "BF.RESERVE",
-            "big",
-            "0.01",
-            "100",
-            "EXPANSION",
-            "4294967295",
-        ],
-        OK,
-    );
-    c.is(&["BF.INFO", "big", "EXPANSION"], &ints(&[4294967295]));
+    c.is("BF.RESERVE big 0.01 100 EXPANSION 4294967295", OK);
+    c.is("BF.INFO big EXPANSION", &ints(&[4294967295]));
     c.is3(
-        &["BF.INFO", "big", "EXPANSION"],
+        "BF.INFO big EXPANSION",
         &info1(true, "Expansion rate", Some(4294967295)),
     );
     for v in ["4294967296", "4294967298", "9223372036854775807"] {
-        c.is_err(&["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v]);
+        c.is_err(["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v]);
     }
     c.absent("wrap");
-    c.is(&["BF.RESERVE", "one", "0.01", "100", "EXPANSION", "1"], OK);
-    c.is(&["BF.INFO", "one", "EXPANSION"], &ints(&[1]));
+    c.is("BF.RESERVE one 0.01 100 EXPANSION 1", OK);
+    c.is("BF.INFO one EXPANSION", &ints(&[1]));
 }
 
 #[test]
@@ -622,24 +530,21 @@ fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
     // unknown trailing arguments are errors that create nothing.
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "nonscaling", "0.01", "100"], OK);
-    c.is(&["BF.INFO", "nonscaling", "EXPANSION"], &ints(&[2]));
+    c.is("BF.RESERVE nonscaling 0.01 100", OK);
+    c.is("BF.INFO nonscaling EXPANSION", &ints(&[2]));
     c.both(
-        &["BF.DEBUG", "nonscaling"],
+        "BF.DEBUG nonscaling",
         &bulks(&[
             "size:0",
             "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:0 ratio:0.005",
         ]),
     );
-    c.is(&["BF.RESERVE", "NONSCALING", "0.01", "100"], OK);
-    c.is(&["BF.INFO", "NONSCALING", "EXPANSION"], &ints(&[2]));
-    c.is(&["BF.RESERVE", "expansion", "0.01", "100"], OK);
-    c.is(&["BF.INFO", "expansion", "EXPANSION"], &ints(&[2]));
-    c.is(
-        &["BF.RESERVE", "EXPANSION", "0.01", "100", "EXPANSION", "5"],
-        OK,
-    );
-    c.is(&["BF.INFO", "EXPANSION", "EXPANSION"], &ints(&[5]));
+    c.is("BF.RESERVE NONSCALING 0.01 100", OK);
+    c.is("BF.INFO NONSCALING EXPANSION", &ints(&[2]));
+    c.is("BF.RESERVE expansion 0.01 100", OK);
+    c.is("BF.INFO expansion EXPANSION", &ints(&[2]));
+    c.is("BF.RESERVE EXPANSION 0.01 100 EXPANSION 5", OK);
+    c.is("BF.INFO EXPANSION EXPANSION", &ints(&[5]));
     for args in [
         &["BF.RESERVE", "u1", "0.01", "100", "foo"][..],
         &["BF.RESERVE", "u1", "0.01", "100", "NONSCALING", "foo"][..],
@@ -652,42 +557,33 @@ fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
         c.is_err(args);
     }
     c.absent("u1");
-    c.is(&["DBSIZE"], ":4\r\n");
+    c.is("DBSIZE", ":4\r\n");
 }
 
 #[test]
 fn reserve_existing_key_and_wrong_type() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "dup", "0.01", "100"], OK);
+    c.is("BF.RESERVE dup 0.01 100", OK);
+    c.both("BF.RESERVE dup 0.01 100", &err("ERR item exists"));
     c.both(
-        &["BF.RESERVE", "dup", "0.01", "100"],
-        &err("ERR item exists"),
-    );
-    c.both(
-        &["BF.RESERVE", "dup", "0.02", "500", "NONSCALING"],
+        "BF.RESERVE dup 0.02 500 NONSCALING",
         &err("ERR item exists"),
     );
     // Argument validation comes before the key lookup.
     c.both(
-        &["BF.RESERVE", "dup", "2", "100"],
+        "BF.RESERVE dup 2 100",
         &err("ERR (0 < error rate range < 1) "),
     );
-    c.both(
-        &["BF.RESERVE", "dup", "0.01", "x"],
-        &err("ERR bad capacity"),
-    );
+    c.both("BF.RESERVE dup 0.01 x", &err("ERR bad capacity"));
     // The existing filter is untouched.
-    c.is(&["BF.INFO", "dup"], &info(false, 100, 240, 1, 0, Some(2)));
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.RESERVE", "str", "0.01", "100"], WRONGTYPE);
-    c.both(
-        &["BF.RESERVE", "str", "abc", "100"],
-        &err("ERR bad error rate"),
-    );
-    c.is(&["RPUSH", "lst", "x"], ":1\r\n");
-    c.both(&["BF.RESERVE", "lst", "0.01", "100"], WRONGTYPE);
-    c.is(&["GET", "str"], &bulk("v"));
+    c.is("BF.INFO dup", &info(false, 100, 240, 1, 0, Some(2)));
+    c.is("SET str v", OK);
+    c.both("BF.RESERVE str 0.01 100", WRONGTYPE);
+    c.both("BF.RESERVE str abc 100", &err("ERR bad error rate"));
+    c.is("RPUSH lst x", ":1\r\n");
+    c.both("BF.RESERVE lst 0.01 100", WRONGTYPE);
+    c.is("GET str", &bulk("v"));
 }
 
 #[test]
@@ -695,37 +591,25 @@ fn reserve_huge_capacity_is_an_error_not_a_crash() {
     // D3: RedisBloom 2.8 kills Redis 7.0 here; we answer an error and keep serving.
     let mut s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["SET", "guard", "alive"], OK);
+    c.is("SET guard alive", OK);
     c.is(
-        &["BF.RESERVE", "k", "0.01", "1000000000000000000"],
+        "BF.RESERVE k 0.01 1000000000000000000",
         &err("ERR Insufficient memory to create filter"),
     );
-    c.is(&["PING"], "+PONG\r\n");
-    c.is_err(&["BF.RESERVE", "k2", "0.01", "100000000000000"]);
-    c.is_err(&["BF.RESERVE", "k3", "0.01", "9223372036854775807"]);
-    c.is_err(&[
-        "BF.RESERVE",
-        "k4",
-        "0.000000000000000000000000000001",
-        "10000000000",
-    ]);
-    c.is_err(&[
-        "BF.INSERT",
-        "k5",
-        "CAPACITY",
-        "100000000000000",
-        "ITEMS",
-        "a",
-    ]);
+    c.is("PING", "+PONG\r\n");
+    c.is_err("BF.RESERVE k2 0.01 100000000000000");
+    c.is_err("BF.RESERVE k3 0.01 9223372036854775807");
+    c.is_err("BF.RESERVE k4 0.000000000000000000000000000001 10000000000");
+    c.is_err("BF.INSERT k5 CAPACITY 100000000000000 ITEMS a");
     c.is(
-        &["BF.RESERVE", "k6", "0.01", "18446744073709551616"],
+        "BF.RESERVE k6 0.01 18446744073709551616",
         &err("ERR bad capacity"),
     );
-    c.is(&["PING"], "+PONG\r\n");
-    c.is(&["EXISTS", "k", "k2", "k3", "k4", "k5", "k6"], ":0\r\n");
-    c.is(&["GET", "guard"], &bulk("alive"));
+    c.is("PING", "+PONG\r\n");
+    c.is("EXISTS k k2 k3 k4 k5 k6", ":0\r\n");
+    c.is("GET guard", &bulk("alive"));
     // Still fully working afterwards.
-    c.is(&["BF.ADD", "after", "x"], ":1\r\n");
+    c.is("BF.ADD after x", ":1\r\n");
     drop(c);
     assert!(s.is_alive(), "redis-server died; log:\n{}", s.log());
 }
@@ -738,35 +622,35 @@ fn reserve_huge_capacity_is_an_error_not_a_crash() {
 fn add_replies_and_auto_create_defaults() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.ADD", "a2", "x"], ":1\r\n");
-    c.is(&["BF.ADD", "a2", "x"], ":0\r\n");
-    c.is(&["BF.ADD", "a2", "y"], ":1\r\n");
-    c.is3(&["BF.ADD", "a3", "x"], T);
-    c.is3(&["BF.ADD", "a3", "x"], F);
-    c.is3(&["bf.add", "a3", "y"], T);
+    c.is("BF.ADD a2 x", ":1\r\n");
+    c.is("BF.ADD a2 x", ":0\r\n");
+    c.is("BF.ADD a2 y", ":1\r\n");
+    c.is3("BF.ADD a3 x", T);
+    c.is3("BF.ADD a3 x", F);
+    c.is3("bf.add a3 y", T);
     // Auto-created: capacity 100, error 0.01 (first layer 0.005), expansion 2.
     for k in ["a2", "a3"] {
-        c.is(&["BF.INFO", k], &info(false, 100, 240, 1, 2, Some(2)));
-        c.is3(&["BF.INFO", k], &info(true, 100, 240, 1, 2, Some(2)));
+        c.is(["BF.INFO", k], &info(false, 100, 240, 1, 2, Some(2)));
+        c.is3(["BF.INFO", k], &info(true, 100, 240, 1, 2, Some(2)));
         c.both(
-            &["BF.DEBUG", k],
+            ["BF.DEBUG", k],
             &bulks(&[
                 "size:2",
                 "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:2 ratio:0.005",
             ]),
         );
     }
-    c.both(&["TYPE", "a2"], "+MBbloom--\r\n");
+    c.both("TYPE a2", "+MBbloom--\r\n");
     // Binary-safe items: the empty item and NUL bytes.
-    c.check_bytes(false, &[b"BF.ADD", b"bin", b""], b":1\r\n");
-    c.check_bytes(false, &[b"BF.ADD", b"bin", b""], b":0\r\n");
-    c.check_bytes(false, &[b"BF.ADD", b"bin", b"a\x00b"], b":1\r\n");
-    c.check_bytes(false, &[b"BF.EXISTS", b"bin", b"a\x00c"], b":0\r\n");
-    c.check_bytes(false, &[b"BF.EXISTS", b"bin", b"a"], b":0\r\n");
+    c.check_bytes(false, r#"BF.ADD bin """#, b":1\r\n");
+    c.check_bytes(false, r#"BF.ADD bin """#, b":0\r\n");
+    c.check_bytes(false, r#"BF.ADD bin "a\x00b""#, b":1\r\n");
+    c.check_bytes(false, r#"BF.EXISTS bin "a\x00c""#, b":0\r\n");
+    c.check_bytes(false, "BF.EXISTS bin a", b":0\r\n");
     // GV4: the empty item in an auto-created filter.
     c.check_bytes(
         false,
-        &[b"BF.SCANDUMP", b"bin", b"0"],
+        "BF.SCANDUMP bin 0",
         &dump_reply(1, &{
             let mut h = hex(GV4_HEADER);
             h[0] = 2; // two items (the empty one and a\0b)
@@ -780,68 +664,53 @@ fn add_replies_and_auto_create_defaults() {
 fn add_errors() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.both(&["BF.ADD"], &arity("bf.add"));
-    c.both(&["BF.ADD", "k"], &arity("bf.add"));
-    c.both(&["BF.ADD", "k", "a", "b"], &arity("bf.add"));
-    c.both(&["bf.ADD", "k", "a", "b"], &arity("bf.add"));
+    c.both("BF.ADD", &arity("bf.add"));
+    c.both("BF.ADD k", &arity("bf.add"));
+    c.both("BF.ADD k a b", &arity("bf.add"));
+    c.both("bf.ADD k a b", &arity("bf.add"));
     c.absent("k");
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.ADD", "str", "a"], WRONGTYPE);
-    c.is(&["GET", "str"], &bulk("v"));
+    c.is("SET str v", OK);
+    c.both("BF.ADD str a", WRONGTYPE);
+    c.is("GET str", &bulk("v"));
     // Full NONSCALING filter: new items are rejected, known items answer 0.
-    c.is(&["BF.RESERVE", "full", "0.01", "2", "NONSCALING"], OK);
-    c.is(&["BF.ADD", "full", "a"], ":1\r\n");
-    c.is3(&["BF.ADD", "full", "b"], T);
-    c.is(&["BF.ADD", "full", "c"], FULL);
-    c.is3(&["BF.ADD", "full", "d"], FULL);
-    c.is(&["BF.ADD", "full", "a"], ":0\r\n");
-    c.is3(&["BF.ADD", "full", "b"], F);
-    c.is(&["BF.INFO", "full"], &info(false, 2, 104, 1, 2, None));
-    c.is(
-        &["BF.MEXISTS", "full", "a", "b", "c", "d"],
-        &ints(&[1, 1, 0, 0]),
-    );
+    c.is("BF.RESERVE full 0.01 2 NONSCALING", OK);
+    c.is("BF.ADD full a", ":1\r\n");
+    c.is3("BF.ADD full b", T);
+    c.is("BF.ADD full c", FULL);
+    c.is3("BF.ADD full d", FULL);
+    c.is("BF.ADD full a", ":0\r\n");
+    c.is3("BF.ADD full b", F);
+    c.is("BF.INFO full", &info(false, 2, 104, 1, 2, None));
+    c.is("BF.MEXISTS full a b c d", &ints(&[1, 1, 0, 0]));
 }
 
 #[test]
 fn madd_replies_and_stops_at_first_full_error() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.MADD", "m2", "a", "b", "a"], &ints(&[1, 1, 0]));
-    c.is3(
-        &["BF.MADD", "m3", "a", "b", "a"],
-        &bools(&[true, true, false]),
-    );
-    c.is(&["BF.MADD", "m2", "c"], &ints(&[1]));
-    c.is3(&["BF.MADD", "m3", "a"], &bools(&[false]));
-    c.is(&["BF.INFO", "m2"], &info(false, 100, 240, 1, 3, Some(2)));
-    c.is(&["BF.INFO", "m3"], &info(false, 100, 240, 1, 2, Some(2)));
+    c.is("BF.MADD m2 a b a", &ints(&[1, 1, 0]));
+    c.is3("BF.MADD m3 a b a", &bools(&[true, true, false]));
+    c.is("BF.MADD m2 c", &ints(&[1]));
+    c.is3("BF.MADD m3 a", &bools(&[false]));
+    c.is("BF.INFO m2", &info(false, 100, 240, 1, 3, Some(2)));
+    c.is("BF.INFO m3", &info(false, 100, 240, 1, 2, Some(2)));
     // Stop after the first "full" error; the error is the last element, inline.
-    c.is(&["BF.RESERVE", "full", "0.01", "2", "NONSCALING"], OK);
-    c.is(
-        &["BF.MADD", "full", "a", "b", "c", "d"],
-        &arr(&[":1\r\n", ":1\r\n", FULL]),
-    );
-    c.is(
-        &["BF.MEXISTS", "full", "a", "b", "c", "d"],
-        &ints(&[1, 1, 0, 0]),
-    );
-    c.is(&["BF.CARD", "full"], ":2\r\n");
-    c.is(&["BF.MADD", "full", "a", "b"], &ints(&[0, 0]));
-    c.is(&["BF.MADD", "full", "a", "c", "b"], &arr(&[":0\r\n", FULL]));
-    c.is3(&["BF.MADD", "full", "b", "d", "a"], &arr(&[F, FULL]));
-    c.is(&["BF.RESERVE", "full3", "0.01", "2", "NONSCALING"], OK);
-    c.is3(
-        &["BF.MADD", "full3", "a", "b", "c", "d"],
-        &arr(&[T, T, FULL]),
-    );
-    c.is(&["BF.CARD", "full3"], ":2\r\n");
+    c.is("BF.RESERVE full 0.01 2 NONSCALING", OK);
+    c.is("BF.MADD full a b c d", &arr(&[":1\r\n", ":1\r\n", FULL]));
+    c.is("BF.MEXISTS full a b c d", &ints(&[1, 1, 0, 0]));
+    c.is("BF.CARD full", ":2\r\n");
+    c.is("BF.MADD full a b", &ints(&[0, 0]));
+    c.is("BF.MADD full a c b", &arr(&[":0\r\n", FULL]));
+    c.is3("BF.MADD full b d a", &arr(&[F, FULL]));
+    c.is("BF.RESERVE full3 0.01 2 NONSCALING", OK);
+    c.is3("BF.MADD full3 a b c d", &arr(&[T, T, FULL]));
+    c.is("BF.CARD full3", ":2\r\n");
     // Errors.
-    c.both(&["BF.MADD"], &arity("bf.madd"));
-    c.both(&["BF.MADD", "k"], &arity("bf.madd"));
+    c.both("BF.MADD", &arity("bf.madd"));
+    c.both("BF.MADD k", &arity("bf.madd"));
     c.absent("k");
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.MADD", "str", "a", "b"], WRONGTYPE);
+    c.is("SET str v", OK);
+    c.both("BF.MADD str a b", WRONGTYPE);
 }
 
 #[test]
@@ -849,14 +718,14 @@ fn scaling_adds_layers_sized_by_expansion() {
     // §4 example: BF.RESERVE 0.01 10 then 100 distinct adds -> 4 layers 10/20/40/80.
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "sc", "0.01", "10"], OK);
+    c.is("BF.RESERVE sc 0.01 10", OK);
     let items: Vec<String> = (0..100).map(|i| format!("item{i}")).collect();
     let mut args = vec!["BF.MADD", "sc"];
     args.extend(items.iter().map(|s| s.as_str()));
     c.is(&args, &ints(&[1; 100]));
-    c.is(&["BF.INFO", "sc"], &info(false, 150, 568, 4, 100, Some(2)));
+    c.is("BF.INFO sc", &info(false, 150, 568, 4, 100, Some(2)));
     c.both(
-        &["BF.DEBUG", "sc"],
+        "BF.DEBUG sc",
         &bulks(&[
             "size:100",
             "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005",
@@ -869,17 +738,17 @@ fn scaling_adds_layers_sized_by_expansion() {
     args.extend(items.iter().map(|s| s.as_str()));
     c.is(&args, &ints(&[1; 100]));
     // %g formatting of small ratios, expansion 1 (every layer has the first capacity).
-    c.is(&["BF.RESERVE", "g", "0.00025", "1", "EXPANSION", "1"], OK);
-    c.is(&["BF.MADD", "g", "a", "b"], &ints(&[1, 1]));
+    c.is("BF.RESERVE g 0.00025 1 EXPANSION 1", OK);
+    c.is("BF.MADD g a b", &ints(&[1, 1]));
     c.both(
-        &["BF.DEBUG", "g"],
+        "BF.DEBUG g",
         &bulks(&[
             "size:2",
             "bytes:8 bits:64 hashes:13 hashwidth:64 capacity:1 size:1 ratio:0.000125",
             "bytes:8 bits:64 hashes:14 hashwidth:64 capacity:1 size:1 ratio:6.25e-05",
         ]),
     );
-    c.is(&["BF.INFO", "g"], &info(false, 2, 176, 2, 2, Some(1)));
+    c.is("BF.INFO g", &info(false, 2, 176, 2, 2, Some(1)));
 }
 
 #[test]
@@ -887,23 +756,20 @@ fn auto_create_uses_module_load_arguments() {
     // §6 / D4: INITIAL_SIZE and ERROR_RATE load arguments set the auto-create defaults.
     let s = Server::start_with(&["INITIAL_SIZE", "500", "ERROR_RATE", "0.05"], &[]);
     let mut c = Ck::new(&s);
-    c.is(&["BF.ADD", "k", "x"], ":1\r\n");
-    c.is(&["BF.INFO", "k", "CAPACITY"], &ints(&[500]));
-    let dbg = c.q(false, &["BF.DEBUG", "k"]);
+    c.is("BF.ADD k x", ":1\r\n");
+    c.is("BF.INFO k CAPACITY", &ints(&[500]));
+    let dbg = c.q(false, "BF.DEBUG k");
     if !dbg.ends_with(b" capacity:500 size:1 ratio:0.025\r\n") {
         c.fail(format!(
             "BF.DEBUG k with INITIAL_SIZE 500 ERROR_RATE 0.05: expected capacity:500 size:1 ratio:0.025, got {}",
             show(&dbg)
         ));
     }
-    c.is(&["BF.INSERT", "i", "ITEMS", "x"], &ints(&[1]));
-    c.is(&["BF.INFO", "i", "CAPACITY"], &ints(&[500]));
+    c.is("BF.INSERT i ITEMS x", &ints(&[1]));
+    c.is("BF.INFO i CAPACITY", &ints(&[500]));
     // Explicit parameters still win.
-    c.is(
-        &["BF.INSERT", "j", "CAPACITY", "7", "ITEMS", "x"],
-        &ints(&[1]),
-    );
-    c.is(&["BF.INFO", "j", "CAPACITY"], &ints(&[7]));
+    c.is("BF.INSERT j CAPACITY 7 ITEMS x", &ints(&[1]));
+    c.is("BF.INFO j CAPACITY", &ints(&[7]));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -923,161 +789,64 @@ fn insert_options_any_order_and_case() {
         ])
     };
     c.is(
-        &[
-            "BF.INSERT",
-            "o1",
-            "CAPACITY",
-            "1000",
-            "ERROR",
-            "0.001",
-            "EXPANSION",
-            "4",
-            "ITEMS",
-            "a",
-            "b",
-        ],
+        "BF.INSERT o1 CAPACITY 1000 ERROR 0.001 EXPANSION 4 ITEMS a b",
         &ints(&[1, 1]),
     );
-    c.both(&["BF.DEBUG", "o1"], &dbg_1000_0001(2));
-    c.is(&["BF.INFO", "o1"], &info(false, 1000, 2080, 1, 2, Some(4)));
+    c.both("BF.DEBUG o1", &dbg_1000_0001(2));
+    c.is("BF.INFO o1", &info(false, 1000, 2080, 1, 2, Some(4)));
     c.is(
-        &[
-            "BF.INSERT",
-            "o2",
-            "ERROR",
-            "0.001",
-            "EXPANSION",
-            "4",
-            "CAPACITY",
-            "1000",
-            "ITEMS",
-            "a",
-            "b",
-        ],
+        "BF.INSERT o2 ERROR 0.001 EXPANSION 4 CAPACITY 1000 ITEMS a b",
         &ints(&[1, 1]),
     );
-    c.both(&["BF.DEBUG", "o2"], &dbg_1000_0001(2));
-    c.is(&["BF.INFO", "o2", "EXPANSION"], &ints(&[4]));
+    c.both("BF.DEBUG o2", &dbg_1000_0001(2));
+    c.is("BF.INFO o2 EXPANSION", &ints(&[4]));
     c.is(
-        &[
-            "bf.insert",
-            "o3",
-            "expansion",
-            "4",
-            "error",
-            "1e-3",
-            "capacity",
-            "1000",
-            "items",
-            "a",
-        ],
+        "bf.insert o3 expansion 4 error 1e-3 capacity 1000 items a",
         &ints(&[1]),
     );
-    c.both(&["BF.DEBUG", "o3"], &dbg_1000_0001(1));
+    c.both("BF.DEBUG o3", &dbg_1000_0001(1));
     c.is(
-        &[
-            "BF.INSERT",
-            "o4",
-            "Capacity",
-            "1000",
-            "Error",
-            "0.001",
-            "Items",
-            "a",
-        ],
+        "BF.INSERT o4 Capacity 1000 Error 0.001 Items a",
         &ints(&[1]),
     );
-    c.both(&["BF.DEBUG", "o4"], &dbg_1000_0001(1));
-    c.is(&["BF.INFO", "o4", "EXPANSION"], &ints(&[2]));
+    c.both("BF.DEBUG o4", &dbg_1000_0001(1));
+    c.is("BF.INFO o4 EXPANSION", &ints(&[2]));
     // Defaults: 100 / 0.01 / expansion 2.
-    c.is(&["BF.INSERT", "d", "ITEMS", "x"], &ints(&[1]));
-    c.is(&["BF.INFO", "d"], &info(false, 100, 240, 1, 1, Some(2)));
+    c.is("BF.INSERT d ITEMS x", &ints(&[1]));
+    c.is("BF.INFO d", &info(false, 100, 240, 1, 1, Some(2)));
     // RESP3: booleans, and an array even for one item.
-    c.is3(
-        &["BF.INSERT", "r3", "ITEMS", "x", "y", "x"],
-        &bools(&[true, true, false]),
-    );
-    c.is3(&["BF.INSERT", "r3", "ITEMS", "x"], &bools(&[false]));
+    c.is3("BF.INSERT r3 ITEMS x y x", &bools(&[true, true, false]));
+    c.is3("BF.INSERT r3 ITEMS x", &bools(&[false]));
     // NONSCALING (error not halved) and NONSCALING together with EXPANSION (accepted; nil).
-    c.is(
-        &[
-            "BF.INSERT",
-            "n1",
-            "NONSCALING",
-            "CAPACITY",
-            "3",
-            "ITEMS",
-            "a",
-        ],
-        &ints(&[1]),
-    );
+    c.is("BF.INSERT n1 NONSCALING CAPACITY 3 ITEMS a", &ints(&[1]));
     c.both(
-        &["BF.DEBUG", "n1"],
+        "BF.DEBUG n1",
         &bulks(&[
             "size:1",
             "bytes:8 bits:64 hashes:7 hashwidth:64 capacity:3 size:1 ratio:0.01",
         ]),
     );
-    c.is(&["BF.INFO", "n1", "EXPANSION"], &info1(false, "", None));
-    c.is(
-        &[
-            "BF.INSERT",
-            "n2",
-            "EXPANSION",
-            "3",
-            "nonscaling",
-            "ITEMS",
-            "a",
-        ],
-        &ints(&[1]),
-    );
-    c.is(&["BF.INFO", "n2", "EXPANSION"], &info1(false, "", None));
-    c.is3(
-        &["BF.INFO", "n2", "EXPANSION"],
-        &info1(true, "Expansion rate", None),
-    );
+    c.is("BF.INFO n1 EXPANSION", &info1(false, "", None));
+    c.is("BF.INSERT n2 EXPANSION 3 nonscaling ITEMS a", &ints(&[1]));
+    c.is("BF.INFO n2 EXPANSION", &info1(false, "", None));
+    c.is3("BF.INFO n2 EXPANSION", &info1(true, "Expansion rate", None));
     // Existing key: creation parameters are ignored (but still range-checked).
     c.is(
-        &[
-            "BF.INSERT",
-            "o1",
-            "CAPACITY",
-            "5",
-            "ERROR",
-            "0.5",
-            "EXPANSION",
-            "9",
-            "NONSCALING",
-            "ITEMS",
-            "z",
-        ],
+        "BF.INSERT o1 CAPACITY 5 ERROR 0.5 EXPANSION 9 NONSCALING ITEMS z",
         &ints(&[1]),
     );
-    c.is(&["BF.INFO", "o1"], &info(false, 1000, 2080, 1, 3, Some(4)));
+    c.is("BF.INFO o1", &info(false, 1000, 2080, 1, 3, Some(4)));
     c.is(
-        &["BF.INSERT", "o1", "ERROR", "2", "ITEMS", "w"],
+        "BF.INSERT o1 ERROR 2 ITEMS w",
         &err("Bad argument received"),
     );
-    c.is(&["BF.CARD", "o1"], ":3\r\n");
+    c.is("BF.CARD o1", ":3\r\n");
     // NOCREATE on an existing key works; on a missing key it is a top-level error.
-    c.is(
-        &["BF.INSERT", "o1", "NOCREATE", "ITEMS", "c", "a"],
-        &ints(&[1, 0]),
-    );
-    c.both(&["BF.INSERT", "nk", "NOCREATE", "ITEMS", "a"], NOT_FOUND);
-    c.both(&["BF.INSERT", "nk", "nocreate", "items", "a"], NOT_FOUND);
+    c.is("BF.INSERT o1 NOCREATE ITEMS c a", &ints(&[1, 0]));
+    c.both("BF.INSERT nk NOCREATE ITEMS a", NOT_FOUND);
+    c.both("BF.INSERT nk nocreate items a", NOT_FOUND);
     c.both(
-        &[
-            "BF.INSERT",
-            "nk",
-            "CAPACITY",
-            "10",
-            "NOCREATE",
-            "ERROR",
-            "0.1",
-            "ITEMS",
-            "a",
-        ],
+        "BF.INSERT nk CAPACITY 10 NOCREATE ERROR 0.1 ITEMS a",
         NOT_FOUND,
     );
     c.absent("nk");
@@ -1088,39 +857,21 @@ fn insert_items_after_items_keyword_are_items() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     c.is(
-        &["BF.INSERT", "o5", "ITEMS", "NOCREATE", "ITEMS", "CAPACITY"],
+        "BF.INSERT o5 ITEMS NOCREATE ITEMS CAPACITY",
         &ints(&[1, 1, 1]),
     );
     c.is(
-        &[
-            "BF.MEXISTS",
-            "o5",
-            "NOCREATE",
-            "ITEMS",
-            "CAPACITY",
-            "nocreate",
-        ],
+        "BF.MEXISTS o5 NOCREATE ITEMS CAPACITY nocreate",
         &ints(&[1, 1, 1, 0]),
     );
-    c.is(&["BF.INFO", "o5"], &info(false, 100, 240, 1, 3, Some(2)));
+    c.is("BF.INFO o5", &info(false, 100, 240, 1, 3, Some(2)));
     c.is(
-        &[
-            "BF.INSERT",
-            "o6",
-            "CAPACITY",
-            "50",
-            "ITEMS",
-            "ERROR",
-            "2",
-            "EXPANSION",
-            "0",
-            "NONSCALING",
-        ],
+        "BF.INSERT o6 CAPACITY 50 ITEMS ERROR 2 EXPANSION 0 NONSCALING",
         &ints(&[1, 1, 1, 1, 1]),
     );
-    c.is(&["BF.INFO", "o6"], &info(false, 50, 168, 1, 5, Some(2)));
-    c.is(&["BF.INSERT", "o7", "ITEMS", "ITEMS"], &ints(&[1]));
-    c.is(&["BF.EXISTS", "o7", "ITEMS"], ":1\r\n");
+    c.is("BF.INFO o6", &info(false, 50, 168, 1, 5, Some(2)));
+    c.is("BF.INSERT o7 ITEMS ITEMS", &ints(&[1]));
+    c.is("BF.EXISTS o7 ITEMS", ":1\r\n");
 }
 
 #[test]
@@ -1128,48 +879,18 @@ fn insert_stops_at_first_full_error() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     c.is(
-        &[
-            "BF.INSERT",
-            "f",
-            "CAPACITY",
-            "3",
-            "NONSCALING",
-            "ITEMS",
-            "a",
-            "b",
-            "c",
-            "d",
-            "e",
-        ],
+        "BF.INSERT f CAPACITY 3 NONSCALING ITEMS a b c d e",
         &arr(&[":1\r\n", ":1\r\n", ":1\r\n", FULL]),
     );
     c.is(
-        &["BF.INSERT", "f", "ITEMS", "a", "b", "c", "d", "d"],
+        "BF.INSERT f ITEMS a b c d d",
         &arr(&[":0\r\n", ":0\r\n", ":0\r\n", FULL]),
     );
+    c.is3("BF.INSERT f ITEMS c e a", &arr(&[F, FULL]));
+    c.is("BF.MEXISTS f a b c d e", &ints(&[1, 1, 1, 0, 0]));
+    c.is("BF.INFO f", &info(false, 3, 104, 1, 3, None));
     c.is3(
-        &["BF.INSERT", "f", "ITEMS", "c", "e", "a"],
-        &arr(&[F, FULL]),
-    );
-    c.is(
-        &["BF.MEXISTS", "f", "a", "b", "c", "d", "e"],
-        &ints(&[1, 1, 1, 0, 0]),
-    );
-    c.is(&["BF.INFO", "f"], &info(false, 3, 104, 1, 3, None));
-    c.is3(
-        &[
-            "BF.INSERT",
-            "f3",
-            "CAPACITY",
-            "3",
-            "NONSCALING",
-            "ITEMS",
-            "a",
-            "b",
-            "c",
-            "d",
-            "e",
-        ],
+        "BF.INSERT f3 CAPACITY 3 NONSCALING ITEMS a b c d e",
         &arr(&[T, T, T, FULL]),
     );
 }
@@ -1197,23 +918,23 @@ fn insert_errors() {
     // Value parse failures: no ERR prefix.
     for e in ["abc", "", "nan", "0.1x", "1e999"] {
         c.both(
-            &["BF.INSERT", "k", "ERROR", e, "ITEMS", "a"],
+            ["BF.INSERT", "k", "ERROR", e, "ITEMS", "a"],
             &err("Bad error rate"),
         );
     }
     for cap in ["abc", "1.5", "0100", "+5", "1e3", ""] {
         c.both(
-            &["BF.INSERT", "k", "CAPACITY", cap, "ITEMS", "a"],
+            ["BF.INSERT", "k", "CAPACITY", cap, "ITEMS", "a"],
             &err("Bad capacity"),
         );
     }
     for x in ["abc", "1.5", "+2", ""] {
         c.both(
-            &["BF.INSERT", "k", "EXPANSION", x, "ITEMS", "a"],
+            ["BF.INSERT", "k", "EXPANSION", x, "ITEMS", "a"],
             &err("Bad expansion"),
         );
     }
-    c.is_err(&["BF.INSERT", "k", "EXPANSION", "4294967296", "ITEMS", "a"]);
+    c.is_err("BF.INSERT k EXPANSION 4294967296 ITEMS a");
     // Range failures after parsing: "Bad argument received".
     let bad_arg = err("Bad argument received");
     for args in [
@@ -1258,12 +979,12 @@ fn insert_errors() {
     ] {
         c.both(args, &unknown);
     }
-    c.is(&["DBSIZE"], ":0\r\n");
+    c.is("DBSIZE", ":0\r\n");
     // Wrong type, with and without NOCREATE.
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.INSERT", "str", "ITEMS", "a"], WRONGTYPE);
-    c.both(&["BF.INSERT", "str", "NOCREATE", "ITEMS", "a"], WRONGTYPE);
-    c.is(&["GET", "str"], &bulk("v"));
+    c.is("SET str v", OK);
+    c.both("BF.INSERT str ITEMS a", WRONGTYPE);
+    c.both("BF.INSERT str NOCREATE ITEMS a", WRONGTYPE);
+    c.is("GET str", &bulk("v"));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1274,54 +995,51 @@ fn insert_errors() {
 fn exists_and_mexists() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.MADD", "k", "a", "b"], &ints(&[1, 1]));
-    c.is(&["BF.EXISTS", "k", "a"], ":1\r\n");
-    c.is(&["BF.EXISTS", "k", "zz"], ":0\r\n");
-    c.is3(&["BF.EXISTS", "k", "a"], T);
-    c.is3(&["BF.EXISTS", "k", "zz"], F);
-    c.is(&["BF.MEXISTS", "k", "a", "zz", "b"], &ints(&[1, 0, 1]));
-    c.is3(
-        &["BF.MEXISTS", "k", "a", "zz", "b"],
-        &bools(&[true, false, true]),
-    );
-    c.is(&["BF.MEXISTS", "k", "b"], &ints(&[1]));
+    c.is("BF.MADD k a b", &ints(&[1, 1]));
+    c.is("BF.EXISTS k a", ":1\r\n");
+    c.is("BF.EXISTS k zz", ":0\r\n");
+    c.is3("BF.EXISTS k a", T);
+    c.is3("BF.EXISTS k zz", F);
+    c.is("BF.MEXISTS k a zz b", &ints(&[1, 0, 1]));
+    c.is3("BF.MEXISTS k a zz b", &bools(&[true, false, true]));
+    c.is("BF.MEXISTS k b", &ints(&[1]));
     // Missing key and wrong type answer 0, never an error.
-    c.is(&["BF.EXISTS", "nokey", "a"], ":0\r\n");
-    c.is3(&["BF.EXISTS", "nokey", "a"], F);
-    c.is(&["BF.MEXISTS", "nokey", "a", "b"], &ints(&[0, 0]));
-    c.is3(&["BF.MEXISTS", "nokey", "a", "b"], &bools(&[false, false]));
+    c.is("BF.EXISTS nokey a", ":0\r\n");
+    c.is3("BF.EXISTS nokey a", F);
+    c.is("BF.MEXISTS nokey a b", &ints(&[0, 0]));
+    c.is3("BF.MEXISTS nokey a b", &bools(&[false, false]));
     c.absent("nokey");
-    c.is(&["SET", "str", "a"], OK);
-    c.is(&["BF.EXISTS", "str", "a"], ":0\r\n");
-    c.is3(&["BF.EXISTS", "str", "a"], F);
-    c.is(&["BF.MEXISTS", "str", "a", "b"], &ints(&[0, 0]));
-    c.is(&["HSET", "h", "a", "1"], ":1\r\n");
-    c.is(&["BF.EXISTS", "h", "a"], ":0\r\n");
-    c.is3(&["BF.MEXISTS", "h", "a"], &bools(&[false]));
+    c.is("SET str a", OK);
+    c.is("BF.EXISTS str a", ":0\r\n");
+    c.is3("BF.EXISTS str a", F);
+    c.is("BF.MEXISTS str a b", &ints(&[0, 0]));
+    c.is("HSET h a 1", ":1\r\n");
+    c.is("BF.EXISTS h a", ":0\r\n");
+    c.is3("BF.MEXISTS h a", &bools(&[false]));
     // Arity.
-    c.both(&["BF.EXISTS"], &arity("bf.exists"));
-    c.both(&["BF.EXISTS", "k"], &arity("bf.exists"));
-    c.both(&["BF.EXISTS", "k", "a", "b"], &arity("bf.exists"));
-    c.both(&["BF.MEXISTS"], &arity("bf.mexists"));
-    c.both(&["BF.MEXISTS", "k"], &arity("bf.mexists"));
+    c.both("BF.EXISTS", &arity("bf.exists"));
+    c.both("BF.EXISTS k", &arity("bf.exists"));
+    c.both("BF.EXISTS k a b", &arity("bf.exists"));
+    c.both("BF.MEXISTS", &arity("bf.mexists"));
+    c.both("BF.MEXISTS k", &arity("bf.mexists"));
     // Nothing above changed the filter.
-    c.is(&["BF.CARD", "k"], ":2\r\n");
+    c.is("BF.CARD k", ":2\r\n");
 }
 
 #[test]
 fn card() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.both(&["BF.CARD", "nokey"], ":0\r\n");
+    c.both("BF.CARD nokey", ":0\r\n");
     c.absent("nokey");
-    c.is(&["BF.RESERVE", "k", "0.01", "100"], OK);
-    c.both(&["BF.CARD", "k"], ":0\r\n");
-    c.is(&["BF.MADD", "k", "a", "b", "c", "a"], &ints(&[1, 1, 1, 0]));
-    c.both(&["BF.CARD", "k"], ":3\r\n");
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.CARD", "str"], WRONGTYPE);
-    c.both(&["BF.CARD"], &arity("bf.card"));
-    c.both(&["BF.CARD", "k", "x"], &arity("bf.card"));
+    c.is("BF.RESERVE k 0.01 100", OK);
+    c.both("BF.CARD k", ":0\r\n");
+    c.is("BF.MADD k a b c a", &ints(&[1, 1, 1, 0]));
+    c.both("BF.CARD k", ":3\r\n");
+    c.is("SET str v", OK);
+    c.both("BF.CARD str", WRONGTYPE);
+    c.both("BF.CARD", &arity("bf.card"));
+    c.both("BF.CARD k x", &arity("bf.card"));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1332,15 +1050,15 @@ fn card() {
 fn info_full_and_single_field() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "i", "0.001", "100"], OK);
-    c.is(&["BF.ADD", "i", "one"], ":1\r\n");
+    c.is("BF.RESERVE i 0.001 100", OK);
+    c.is("BF.ADD i one", ":1\r\n");
     c.is(
-        &["BF.INFO", "i"],
+        "BF.INFO i",
         "*10\r\n+Capacity\r\n:100\r\n+Size\r\n:296\r\n+Number of filters\r\n:1\r\n\
          +Number of items inserted\r\n:1\r\n+Expansion rate\r\n:2\r\n",
     );
     c.is3(
-        &["BF.INFO", "i"],
+        "BF.INFO i",
         "%5\r\n+Capacity\r\n:100\r\n+Size\r\n:296\r\n+Number of filters\r\n:1\r\n\
          +Number of items inserted\r\n:1\r\n+Expansion rate\r\n:2\r\n",
     );
@@ -1352,44 +1070,41 @@ fn info_full_and_single_field() {
         ("EXPANSION", "Expansion rate", 2),
     ];
     for (tok, name, v) in fields {
-        c.is(&["BF.INFO", "i", tok], &info1(false, name, Some(v)));
-        c.is3(&["BF.INFO", "i", tok], &info1(true, name, Some(v)));
+        c.is(["BF.INFO", "i", tok], &info1(false, name, Some(v)));
+        c.is3(["BF.INFO", "i", tok], &info1(true, name, Some(v)));
         let lower = tok.to_lowercase();
-        c.is(&["BF.INFO", "i", &lower], &info1(false, name, Some(v)));
-        c.is3(&["BF.INFO", "i", &lower], &info1(true, name, Some(v)));
+        c.is(["BF.INFO", "i", &lower], &info1(false, name, Some(v)));
+        c.is3(["BF.INFO", "i", &lower], &info1(true, name, Some(v)));
     }
-    c.is(&["BF.INFO", "i", "Capacity"], "*1\r\n:100\r\n");
+    c.is("BF.INFO i Capacity", "*1\r\n:100\r\n");
     // NONSCALING: nil expansion in both forms.
-    c.is(&["BF.RESERVE", "ns", "0.01", "3", "NONSCALING"], OK);
+    c.is("BF.RESERVE ns 0.01 3 NONSCALING", OK);
     c.is(
-        &["BF.INFO", "ns"],
+        "BF.INFO ns",
         "*10\r\n+Capacity\r\n:3\r\n+Size\r\n:104\r\n+Number of filters\r\n:1\r\n\
          +Number of items inserted\r\n:0\r\n+Expansion rate\r\n$-1\r\n",
     );
     c.is3(
-        &["BF.INFO", "ns"],
+        "BF.INFO ns",
         "%5\r\n+Capacity\r\n:3\r\n+Size\r\n:104\r\n+Number of filters\r\n:1\r\n\
          +Number of items inserted\r\n:0\r\n+Expansion rate\r\n_\r\n",
     );
-    c.is(&["BF.INFO", "ns", "EXPANSION"], "*1\r\n$-1\r\n");
-    c.is3(
-        &["BF.INFO", "ns", "EXPANSION"],
-        "%1\r\n+Expansion rate\r\n_\r\n",
-    );
+    c.is("BF.INFO ns EXPANSION", "*1\r\n$-1\r\n");
+    c.is3("BF.INFO ns EXPANSION", "%1\r\n+Expansion rate\r\n_\r\n");
     // Errors.
     let invalid = err("Invalid information value");
     for f in ["bogus", "", "CAP", "CAPACITYX", "Number of filters"] {
-        c.both(&["BF.INFO", "i", f], &invalid);
+        c.both(["BF.INFO", "i", f], &invalid);
     }
-    c.both(&["BF.INFO", "nokey"], NOT_FOUND);
-    c.both(&["BF.INFO", "nokey", "CAPACITY"], NOT_FOUND);
-    c.both(&["BF.INFO", "nokey", "bogus"], NOT_FOUND);
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.INFO", "str"], WRONGTYPE);
-    c.both(&["BF.INFO", "str", "CAPACITY"], WRONGTYPE);
-    c.both(&["BF.INFO", "str", "bogus"], WRONGTYPE);
-    c.both(&["BF.INFO"], &arity("bf.info"));
-    c.both(&["BF.INFO", "i", "CAPACITY", "SIZE"], &arity("bf.info"));
+    c.both("BF.INFO nokey", NOT_FOUND);
+    c.both("BF.INFO nokey CAPACITY", NOT_FOUND);
+    c.both("BF.INFO nokey bogus", NOT_FOUND);
+    c.is("SET str v", OK);
+    c.both("BF.INFO str", WRONGTYPE);
+    c.both("BF.INFO str CAPACITY", WRONGTYPE);
+    c.both("BF.INFO str bogus", WRONGTYPE);
+    c.both("BF.INFO", &arity("bf.info"));
+    c.both("BF.INFO i CAPACITY SIZE", &arity("bf.info"));
 }
 
 #[test]
@@ -1397,42 +1112,42 @@ fn debug_output() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     // GV1.
-    c.is(&["BF.RESERVE", "gv1", "0.01", "1000"], OK);
-    c.is(&["BF.ADD", "gv1", "hello"], ":1\r\n");
+    c.is("BF.RESERVE gv1 0.01 1000", OK);
+    c.is("BF.ADD gv1 hello", ":1\r\n");
     let gv1 = "*2\r\n$6\r\nsize:1\r\n$76\r\n\
                bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:1 ratio:0.005\r\n";
-    c.is(&["BF.DEBUG", "gv1"], gv1);
-    c.is3(&["BF.DEBUG", "gv1"], gv1);
+    c.is("BF.DEBUG gv1", gv1);
+    c.is3("BF.DEBUG gv1", gv1);
     // GV2 and GV3.
-    c.is(&["BF.RESERVE", "gv2", "0.1", "4", "EXPANSION", "3"], OK);
+    c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
     let mut args = vec!["BF.MADD", "gv2"];
     args.extend(ABC_L);
     c.is(&args, &ints(&[1; 12]));
     c.both(
-        &["BF.DEBUG", "gv2"],
+        "BF.DEBUG gv2",
         &bulks(&[
             "size:12",
             "bytes:8 bits:64 hashes:5 hashwidth:64 capacity:4 size:4 ratio:0.05",
             "bytes:16 bits:128 hashes:6 hashwidth:64 capacity:12 size:8 ratio:0.025",
         ]),
     );
-    c.is(&["BF.INFO", "gv2"], &info(false, 16, 184, 2, 12, Some(3)));
-    c.is(&["BF.RESERVE", "gv3", "0.05", "10", "NONSCALING"], OK);
-    c.is(&["BF.MADD", "gv3", "foo", "bar", "baz"], &ints(&[1, 1, 1]));
+    c.is("BF.INFO gv2", &info(false, 16, 184, 2, 12, Some(3)));
+    c.is("BF.RESERVE gv3 0.05 10 NONSCALING", OK);
+    c.is("BF.MADD gv3 foo bar baz", &ints(&[1, 1, 1]));
     c.both(
-        &["BF.DEBUG", "gv3"],
+        "BF.DEBUG gv3",
         &bulks(&[
             "size:3",
             "bytes:8 bits:64 hashes:5 hashwidth:64 capacity:10 size:3 ratio:0.05",
         ]),
     );
-    c.is(&["BF.INFO", "gv3", "SIZE"], &ints(&[104]));
+    c.is("BF.INFO gv3 SIZE", &ints(&[104]));
     // Errors.
-    c.both(&["BF.DEBUG", "nokey"], NOT_FOUND);
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.DEBUG", "str"], WRONGTYPE);
-    c.both(&["BF.DEBUG"], &arity("bf.debug"));
-    c.both(&["BF.DEBUG", "gv1", "x"], &arity("bf.debug"));
+    c.both("BF.DEBUG nokey", NOT_FOUND);
+    c.is("SET str v", OK);
+    c.both("BF.DEBUG str", WRONGTYPE);
+    c.both("BF.DEBUG", &arity("bf.debug"));
+    c.both("BF.DEBUG gv1 x", &arity("bf.debug"));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1444,58 +1159,30 @@ fn scandump_golden_vectors() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     // GV1
-    c.is(&["BF.RESERVE", "gv1", "0.01", "1000"], OK);
-    c.is(&["BF.ADD", "gv1", "hello"], ":1\r\n");
+    c.is("BF.RESERVE gv1 0.01 1000", OK);
+    c.is("BF.ADD gv1 hello", ":1\r\n");
     for resp3 in [false, true] {
-        c.check_bytes(
-            resp3,
-            &[b"BF.SCANDUMP", b"gv1", b"0"],
-            &dump_reply(1, &hex(GV1_HEADER)),
-        );
-        c.check_bytes(
-            resp3,
-            &[b"BF.SCANDUMP", b"gv1", b"1"],
-            &dump_reply(1385, &gv1_chunk()),
-        );
-        c.check(resp3, &["BF.SCANDUMP", "gv1", "1385"], EMPTY_FINAL);
+        c.check_bytes(resp3, "BF.SCANDUMP gv1 0", &dump_reply(1, &hex(GV1_HEADER)));
+        c.check_bytes(resp3, "BF.SCANDUMP gv1 1", &dump_reply(1385, &gv1_chunk()));
+        c.check(resp3, "BF.SCANDUMP gv1 1385", EMPTY_FINAL);
     }
     // GV2 (two layers, expansion 3), including arbitrary iterators.
-    c.is(&["BF.RESERVE", "gv2", "0.1", "4", "EXPANSION", "3"], OK);
+    c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
     let mut args = vec!["BF.MADD", "gv2"];
     args.extend(ABC_L);
     c.is(&args, &ints(&[1; 12]));
     let l1 = hex(GV2_L1);
     let l2 = hex(GV2_L2);
     for resp3 in [false, true] {
-        c.check_bytes(
-            resp3,
-            &[b"BF.SCANDUMP", b"gv2", b"0"],
-            &dump_reply(1, &hex(GV2_HEADER)),
-        );
-        c.check_bytes(resp3, &[b"BF.SCANDUMP", b"gv2", b"1"], &dump_reply(9, &l1));
-        c.check_bytes(resp3, &[b"BF.SCANDUMP", b"gv2", b"9"], &dump_reply(25, &l2));
-        c.check(resp3, &["BF.SCANDUMP", "gv2", "25"], EMPTY_FINAL);
+        c.check_bytes(resp3, "BF.SCANDUMP gv2 0", &dump_reply(1, &hex(GV2_HEADER)));
+        c.check_bytes(resp3, "BF.SCANDUMP gv2 1", &dump_reply(9, &l1));
+        c.check_bytes(resp3, "BF.SCANDUMP gv2 9", &dump_reply(25, &l2));
+        c.check(resp3, "BF.SCANDUMP gv2 25", EMPTY_FINAL);
     }
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"5"],
-        &dump_reply(9, &l1[4..]),
-    );
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"8"],
-        &dump_reply(9, &l1[7..]),
-    );
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"12"],
-        &dump_reply(25, &l2[3..]),
-    );
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"24"],
-        &dump_reply(25, &l2[15..]),
-    );
+    c.check_bytes(false, "BF.SCANDUMP gv2 5", &dump_reply(9, &l1[4..]));
+    c.check_bytes(false, "BF.SCANDUMP gv2 8", &dump_reply(9, &l1[7..]));
+    c.check_bytes(false, "BF.SCANDUMP gv2 12", &dump_reply(25, &l2[3..]));
+    c.check_bytes(false, "BF.SCANDUMP gv2 24", &dump_reply(25, &l2[15..]));
     for it in [
         "26",
         "1000000",
@@ -1503,29 +1190,21 @@ fn scandump_golden_vectors() {
         "-9223372036854775808",
         "9223372036854775807",
     ] {
-        c.both(&["BF.SCANDUMP", "gv2", it], EMPTY_FINAL);
+        c.both(["BF.SCANDUMP", "gv2", it], EMPTY_FINAL);
     }
     // GV3 (NONSCALING: options 13, growth 2 kept).
-    c.is(&["BF.RESERVE", "gv3", "0.05", "10", "NONSCALING"], OK);
-    c.is(&["BF.MADD", "gv3", "foo", "bar", "baz"], &ints(&[1, 1, 1]));
+    c.is("BF.RESERVE gv3 0.05 10 NONSCALING", OK);
+    c.is("BF.MADD gv3 foo bar baz", &ints(&[1, 1, 1]));
+    c.check_bytes(false, "BF.SCANDUMP gv3 0", &dump_reply(1, &hex(GV3_HEADER)));
     c.check_bytes(
         false,
-        &[b"BF.SCANDUMP", b"gv3", b"0"],
-        &dump_reply(1, &hex(GV3_HEADER)),
-    );
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv3", b"1"],
+        "BF.SCANDUMP gv3 1",
         &dump_reply(9, &hex("08a02a0018111900")),
     );
-    c.is(&["BF.SCANDUMP", "gv3", "9"], EMPTY_FINAL);
+    c.is("BF.SCANDUMP gv3 9", EMPTY_FINAL);
     // GV4: auto-created filter with the empty item.
-    c.check_bytes(false, &[b"BF.ADD", b"gv4", b""], b":1\r\n");
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv4", b"0"],
-        &dump_reply(1, &hex(GV4_HEADER)),
-    );
+    c.check_bytes(false, r#"BF.ADD gv4 """#, b":1\r\n");
+    c.check_bytes(false, "BF.SCANDUMP gv4 0", &dump_reply(1, &hex(GV4_HEADER)));
     let r = c.raw(false, &[b"BF.SCANDUMP", b"gv4", b"1"]);
     match parse_dump(&r) {
         Some((145, data)) if data.len() == 144 => {
@@ -1539,27 +1218,27 @@ fn scandump_golden_vectors() {
             show(&r)
         )),
     }
-    c.is(&["BF.SCANDUMP", "gv4", "145"], EMPTY_FINAL);
+    c.is("BF.SCANDUMP gv4 145", EMPTY_FINAL);
 }
 
 #[test]
 fn scandump_errors() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.both(&["BF.SCANDUMP", "nokey", "0"], NOT_FOUND);
+    c.both("BF.SCANDUMP nokey 0", NOT_FOUND);
     // The key is checked before the iterator.
-    c.both(&["BF.SCANDUMP", "nokey", "abc"], NOT_FOUND);
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.SCANDUMP", "str", "0"], WRONGTYPE);
-    c.both(&["BF.SCANDUMP", "str", "abc"], WRONGTYPE);
-    c.is(&["BF.ADD", "k", "x"], ":1\r\n");
+    c.both("BF.SCANDUMP nokey abc", NOT_FOUND);
+    c.is("SET str v", OK);
+    c.both("BF.SCANDUMP str 0", WRONGTYPE);
+    c.both("BF.SCANDUMP str abc", WRONGTYPE);
+    c.is("BF.ADD k x", ":1\r\n");
     let numeric = err("Second argument must be numeric"); // no ERR prefix
     for it in ["abc", "1.5", "", "0x10", " 1", "99999999999999999999"] {
-        c.both(&["BF.SCANDUMP", "k", it], &numeric);
+        c.both(["BF.SCANDUMP", "k", it], &numeric);
     }
-    c.both(&["BF.SCANDUMP"], &arity("bf.scandump"));
-    c.both(&["BF.SCANDUMP", "k"], &arity("bf.scandump"));
-    c.both(&["BF.SCANDUMP", "k", "0", "1"], &arity("bf.scandump"));
+    c.both("BF.SCANDUMP", &arity("bf.scandump"));
+    c.both("BF.SCANDUMP k", &arity("bf.scandump"));
+    c.both("BF.SCANDUMP k 0 1", &arity("bf.scandump"));
 }
 
 /// GV1 header with one field patched (little-endian).
@@ -1635,58 +1314,55 @@ fn loadchunk_header_validation() {
             show(&got)
         ));
     }
-    c.is(&["PING"], "+PONG\r\n");
+    c.is("PING", "+PONG\r\n");
     c.absent("h");
     // Order: arity, then iterator, then key.
-    c.both(&["BF.LOADCHUNK", "h", "1"], &arity("bf.loadchunk"));
-    c.both(
-        &["BF.LOADCHUNK", "h", "1", "x", "y"],
-        &arity("bf.loadchunk"),
-    );
-    c.both(&["BF.LOADCHUNK"], &arity("bf.loadchunk"));
+    c.both("BF.LOADCHUNK h 1", &arity("bf.loadchunk"));
+    c.both("BF.LOADCHUNK h 1 x y", &arity("bf.loadchunk"));
+    c.both("BF.LOADCHUNK", &arity("bf.loadchunk"));
     let numeric = err("ERR Second argument must be numeric");
     for it in ["abc", "1.5", "", "+1"] {
-        c.both(&["BF.LOADCHUNK", "h", it, "x"], &numeric);
+        c.both(["BF.LOADCHUNK", "h", it, "x"], &numeric);
     }
-    c.is(&["SET", "str", "v"], OK);
-    c.both(&["BF.LOADCHUNK", "str", "abc", "x"], &numeric);
+    c.is("SET str v", OK);
+    c.both("BF.LOADCHUNK str abc x", &numeric);
     c.check_bytes(
         false,
-        &[b"BF.LOADCHUNK", b"str", b"1", &hex(GV1_HEADER)],
+        args![b"BF.LOADCHUNK", b"str", b"1", &hex(GV1_HEADER)],
         WRONGTYPE.as_bytes(),
     );
-    c.both(&["BF.LOADCHUNK", "str", "9", "abc"], WRONGTYPE);
-    c.is(&["GET", "str"], &bulk("v"));
+    c.both("BF.LOADCHUNK str 9 abc", WRONGTYPE);
+    c.is("GET str", &bulk("v"));
     // Missing key with iter != 1: not found.
     for it in ["0", "2", "-1", "1385"] {
-        c.both(&["BF.LOADCHUNK", "h", it, "abc"], NOT_FOUND);
+        c.both(["BF.LOADCHUNK", "h", it, "abc"], NOT_FOUND);
     }
     c.absent("h");
     // A valid header creates the key with all bits clear; the chunk then restores them.
     c.check_bytes(
         false,
-        &[b"BF.LOADCHUNK", b"h", b"1", &hex(GV1_HEADER)],
+        args![b"BF.LOADCHUNK", b"h", b"1", &hex(GV1_HEADER)],
         b"+OK\r\n",
     );
-    c.is(&["BF.INFO", "h"], &info(false, 1000, 1480, 1, 1, Some(2)));
-    c.is(&["BF.EXISTS", "h", "hello"], ":0\r\n");
+    c.is("BF.INFO h", &info(false, 1000, 1480, 1, 1, Some(2)));
+    c.is("BF.EXISTS h hello", ":0\r\n");
     c.check_bytes(
         true,
-        &[b"BF.LOADCHUNK", b"h", b"1385", &gv1_chunk()],
+        args![b"BF.LOADCHUNK", b"h", b"1385", &gv1_chunk()],
         b"+OK\r\n",
     );
-    c.is(&["BF.EXISTS", "h", "hello"], ":1\r\n");
-    c.is(&["BF.CARD", "h"], ":1\r\n");
+    c.is("BF.EXISTS h hello", ":1\r\n");
+    c.is("BF.CARD h", ":1\r\n");
     c.is(
-        &["BF.DEBUG", "h"],
+        "BF.DEBUG h",
         "*2\r\n$6\r\nsize:1\r\n$76\r\n\
          bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:1 ratio:0.005\r\n",
     );
     // Entries, growth and bpe are not validated; growth 0 is accepted (GV3 with growth 0).
     let mut g0 = hex(GV3_HEADER);
     g0[16..20].copy_from_slice(&0u32.to_le_bytes());
-    c.check_bytes(false, &[b"BF.LOADCHUNK", b"g0", b"1", &g0], b"+OK\r\n");
-    c.is(&["BF.INFO", "g0", "ITEMS"], &ints(&[3]));
+    c.check_bytes(false, args![b"BF.LOADCHUNK", b"g0", b"1", &g0], b"+OK\r\n");
+    c.is("BF.INFO g0 ITEMS", &ints(&[3]));
 }
 
 #[test]
@@ -1694,7 +1370,7 @@ fn loadchunk_data_chunk_validation() {
     let s = Server::start();
     let mut c = Ck::new(&s);
     // GV2: layer 1 = dump bytes 1..=8, layer 2 = 9..=24.
-    c.is(&["BF.RESERVE", "gv2", "0.1", "4", "EXPANSION", "3"], OK);
+    c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
     let mut args = vec!["BF.MADD", "gv2"];
     args.extend(ABC_L);
     c.is(&args, &ints(&[1; 12]));
@@ -1722,7 +1398,7 @@ fn loadchunk_data_chunk_validation() {
     for (it, data, want) in &cases {
         c.check_bytes(
             false,
-            &[b"BF.LOADCHUNK", b"gv2", it.as_bytes(), data],
+            args![b"BF.LOADCHUNK", b"gv2", it.as_bytes(), data],
             want.as_bytes(),
         );
     }
@@ -1738,48 +1414,36 @@ fn loadchunk_data_chunk_validation() {
     for (it, data) in &oks {
         c.check_bytes(
             false,
-            &[b"BF.LOADCHUNK", b"gv2", it.as_bytes(), data],
+            args![b"BF.LOADCHUNK", b"gv2", it.as_bytes(), data],
             b"+OK\r\n",
         );
     }
-    c.check_bytes(true, &[b"BF.LOADCHUNK", b"gv2", b"9", &l1], b"+OK\r\n");
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"0"],
-        &dump_reply(1, &hex(GV2_HEADER)),
-    );
-    c.check_bytes(false, &[b"BF.SCANDUMP", b"gv2", b"1"], &dump_reply(9, &l1));
-    c.check_bytes(false, &[b"BF.SCANDUMP", b"gv2", b"9"], &dump_reply(25, &l2));
+    c.check_bytes(true, args![b"BF.LOADCHUNK", b"gv2", b"9", &l1], b"+OK\r\n");
+    c.check_bytes(false, "BF.SCANDUMP gv2 0", &dump_reply(1, &hex(GV2_HEADER)));
+    c.check_bytes(false, "BF.SCANDUMP gv2 1", &dump_reply(9, &l1));
+    c.check_bytes(false, "BF.SCANDUMP gv2 9", &dump_reply(25, &l2));
     // A chunk write changes bits but never the counters.
     c.check_bytes(
         false,
-        &[b"BF.LOADCHUNK", b"gv2", b"9", &[0u8; 8]],
+        args![b"BF.LOADCHUNK", b"gv2", b"9", &[0u8; 8]],
         b"+OK\r\n",
     );
-    c.check_bytes(
-        false,
-        &[b"BF.SCANDUMP", b"gv2", b"1"],
-        &dump_reply(9, &[0u8; 8]),
-    );
-    c.is(&["BF.CARD", "gv2"], ":12\r\n");
-    c.is(&["BF.INFO", "gv2"], &info(false, 16, 184, 2, 12, Some(3)));
-    c.is(&["PING"], "+PONG\r\n");
+    c.check_bytes(false, "BF.SCANDUMP gv2 1", &dump_reply(9, &[0u8; 8]));
+    c.is("BF.CARD gv2", ":12\r\n");
+    c.is("BF.INFO gv2", &info(false, 16, 184, 2, 12, Some(3)));
+    c.is("PING", "+PONG\r\n");
 }
 
 #[test]
 fn scandump_loadchunk_round_trip() {
     let s = Server::start();
     let mut c = Ck::new(&s);
-    c.is(&["BF.RESERVE", "src", "0.01", "10", "EXPANSION", "3"], OK);
+    c.is("BF.RESERVE src 0.01 10 EXPANSION 3", OK);
     let items: Vec<String> = (0..60).map(|i| format!("n{i}")).collect();
     let mut args = vec!["BF.MADD", "src"];
     args.extend(items.iter().map(|s| s.as_str()));
     let added = c.q(false, &args);
-    c.check_bytes(
-        false,
-        &[b"BF.ADD", b"src", b"\x00\xff\x00binary"],
-        b":1\r\n",
-    );
+    c.check_bytes(false, r#"BF.ADD src "\x00\xff\x00binary""#, b":1\r\n");
     let chunks = scandump_all(s.port, "src");
     if chunks.len() < 3 {
         c.fail(format!(
@@ -1791,7 +1455,7 @@ fn scandump_loadchunk_round_trip() {
         let resp3 = i % 2 == 1;
         c.check_bytes(
             resp3,
-            &[b"BF.LOADCHUNK", b"dst", it.to_string().as_bytes(), data],
+            args![b"BF.LOADCHUNK", b"dst", it.to_string().as_bytes(), data],
             b"+OK\r\n",
         );
     }
@@ -1799,18 +1463,14 @@ fn scandump_loadchunk_round_trip() {
     if again != chunks {
         c.fail("SCANDUMP of the restored key differs from the source".into());
     }
-    let info_src = c.q(false, &["BF.INFO", "src"]);
-    c.is(&["BF.INFO", "dst"], std::str::from_utf8(&info_src).unwrap());
-    let dbg_src = c.q(false, &["BF.DEBUG", "src"]);
-    c.is(&["BF.DEBUG", "dst"], std::str::from_utf8(&dbg_src).unwrap());
+    let info_src = c.q(false, "BF.INFO src");
+    c.is("BF.INFO dst", std::str::from_utf8(&info_src).unwrap());
+    let dbg_src = c.q(false, "BF.DEBUG src");
+    c.is("BF.DEBUG dst", std::str::from_utf8(&dbg_src).unwrap());
     let mut args = vec!["BF.MEXISTS", "dst"];
     args.extend(items.iter().map(|s| s.as_str()));
     c.is(&args, &ints(&[1; 60]));
-    c.check_bytes(
-        false,
-        &[b"BF.EXISTS", b"dst", b"\x00\xff\x00binary"],
-        b":1\r\n",
-    );
+    c.check_bytes(false, r#"BF.EXISTS dst "\x00\xff\x00binary""#, b":1\r\n");
     // The MADD reply counted each item as new (no false positive for these names).
     if added != ints(&[1; 60]).as_bytes() {
         c.fail(format!(
@@ -1818,9 +1478,9 @@ fn scandump_loadchunk_round_trip() {
             show(&added)
         ));
     }
-    c.is(&["BF.CARD", "dst"], ":61\r\n");
+    c.is("BF.CARD dst", ":61\r\n");
     // The restored filter keeps scaling with its expansion.
-    c.is(&["BF.INFO", "dst", "EXPANSION"], &ints(&[3]));
+    c.is("BF.INFO dst EXPANSION", &ints(&[3]));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1893,7 +1553,7 @@ fn commands_inside_lua_scripts() {
         v
     };
     c.is(
-        &ev(
+        ev(
             "return redis.call('BF.RESERVE',KEYS[1],'0.01','100')",
             &["lk"],
             &[],
@@ -1908,11 +1568,11 @@ fn commands_inside_lua_scripts() {
     c.is(&add, ":1\r\n");
     c.is(&add, ":0\r\n");
     c.is(
-        &ev("return redis.call('BF.MADD',KEYS[1],'a','b')", &["lk"], &[]),
+        ev("return redis.call('BF.MADD',KEYS[1],'a','b')", &["lk"], &[]),
         &ints(&[0, 1]),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.call('BF.MEXISTS',KEYS[1],'a','zz','b')",
             &["lk"],
             &[],
@@ -1920,16 +1580,16 @@ fn commands_inside_lua_scripts() {
         &ints(&[1, 0, 1]),
     );
     c.is(
-        &ev("return redis.call('BF.INFO',KEYS[1])", &["lk"], &[]),
+        ev("return redis.call('BF.INFO',KEYS[1])", &["lk"], &[]),
         &info(false, 100, 240, 1, 2, Some(2)),
     );
     c.is(
-        &ev("return redis.call('BF.CARD',KEYS[1])", &["lk"], &[]),
+        ev("return redis.call('BF.CARD',KEYS[1])", &["lk"], &[]),
         ":2\r\n",
     );
     // Error texts reach scripts unchanged (including the trailing space).
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.RESERVE',KEYS[1],'2','100')['err']",
             &["lk2"],
             &[],
@@ -1937,7 +1597,7 @@ fn commands_inside_lua_scripts() {
         &bulk("ERR (0 < error rate range < 1) "),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.INSERT',KEYS[1],'CAPACITY','x','ITEMS','a')['err']",
             &["lk2"],
             &[],
@@ -1945,7 +1605,7 @@ fn commands_inside_lua_scripts() {
         &bulk("Bad capacity"),
     );
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.INFO',KEYS[1])['err']",
             &["lk2"],
             &[],
@@ -1955,7 +1615,7 @@ fn commands_inside_lua_scripts() {
     c.absent("lk2");
     // The "full" error inside a MADD array becomes an error table element.
     c.is(
-        &ev(
+        ev(
             "redis.call('BF.RESERVE',KEYS[1],'0.01','2','NONSCALING') \
              local r=redis.call('BF.MADD',KEYS[1],'a','b','c','d') \
              return {#r, r[1], r[2], r[3]['err']}",
@@ -1971,7 +1631,7 @@ fn commands_inside_lua_scripts() {
     );
     // RESP2 scripts see numbers; after redis.setresp(3) the module's booleans.
     c.is(
-        &ev(
+        ev(
             "return type(redis.call('BF.EXISTS',KEYS[1],'a'))",
             &["lk"],
             &[],
@@ -1979,7 +1639,7 @@ fn commands_inside_lua_scripts() {
         &bulk("number"),
     );
     c.is(
-        &ev(
+        ev(
             "redis.setresp(3) local r=redis.call('BF.EXISTS',KEYS[1],'a') \
              if r==true then return 'TRUE' end return type(r)",
             &["lk"],
@@ -1989,7 +1649,7 @@ fn commands_inside_lua_scripts() {
     );
     // RESP3 map in Lua: {map={[{ok='Capacity'}]=100}} (simple-string keys become status tables).
     c.is(
-        &ev(
+        ev(
             "redis.setresp(3) local r=redis.call('BF.INFO',KEYS[1],'CAPACITY') \
              local out={} for k,v in pairs(r['map']) do out[#out+1]=k['ok'] out[#out+1]=v end \
              return out",
@@ -2000,7 +1660,7 @@ fn commands_inside_lua_scripts() {
     );
     // SCANDUMP / LOADCHUNK from a script.
     c.is(
-        &ev(
+        ev(
             "local it=0 local n=0 while true do local r=redis.call('BF.SCANDUMP',KEYS[1],it) \
              it=r[1] if it==0 then if r[2]~='' then return 'BAD_FINAL' end break end \
              redis.call('BF.LOADCHUNK',KEYS[2],it,r[2]) n=n+1 end return n",
@@ -2009,15 +1669,12 @@ fn commands_inside_lua_scripts() {
         ),
         ":2\r\n",
     );
-    c.is(&["BF.MEXISTS", "lkcopy", "a", "b"], &ints(&[1, 1]));
-    c.is(
-        &["BF.INFO", "lkcopy"],
-        &info(false, 100, 240, 1, 2, Some(2)),
-    );
+    c.is("BF.MEXISTS lkcopy a b", &ints(&[1, 1]));
+    c.is("BF.INFO lkcopy", &info(false, 100, 240, 1, 2, Some(2)));
     // Wrong type through pcall.
-    c.is(&["SET", "str", "v"], OK);
+    c.is("SET str v", OK);
     c.is(
-        &ev(
+        ev(
             "return redis.pcall('BF.ADD',KEYS[1],'x')['err']",
             &["str"],
             &[],
@@ -2032,51 +1689,30 @@ fn redis_crate_client_view() {
     let s = Server::start();
     let mut c2 = s.conn();
     let mut c3 = s.conn3();
-    let v: Value = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("a")
-        .query(&mut c2)
-        .unwrap();
+    let v: Value = common::cmd("BF.ADD k a").query(&mut c2).unwrap();
     assert_eq!(v, Value::Int(1));
-    let v: Value = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.ADD k a").query(&mut c3).unwrap();
     assert_eq!(v, Value::Boolean(false));
-    let v: Value = redis::cmd("BF.EXISTS")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.EXISTS k a").query(&mut c3).unwrap();
     assert_eq!(v, Value::Boolean(true));
-    let v: Value = redis::cmd("BF.MEXISTS")
-        .arg("k")
-        .arg("a")
-        .arg("zz")
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.MEXISTS k a zz").query(&mut c3).unwrap();
     assert_eq!(
         v,
         Value::Array(vec![Value::Boolean(true), Value::Boolean(false)])
     );
-    let b: bool = redis::cmd("BF.EXISTS")
-        .arg("k")
-        .arg("a")
-        .query(&mut c3)
-        .unwrap();
+    let b: bool = common::cmd("BF.EXISTS k a").query(&mut c3).unwrap();
     assert!(b);
-    let n: i64 = redis::cmd("BF.CARD").arg("k").query(&mut c2).unwrap();
+    let n: i64 = common::cmd("BF.CARD k").query(&mut c2).unwrap();
     assert_eq!(n, 1);
     // BF.INFO as a map in RESP3, pairs in RESP2.
     let m: std::collections::HashMap<String, Option<i64>> =
-        redis::cmd("BF.INFO").arg("k").query(&mut c3).unwrap();
+        common::cmd("BF.INFO k").query(&mut c3).unwrap();
     let mut want = std::collections::HashMap::new();
     for (name, v) in INFO_NAMES.iter().zip([100, 240, 1, 1, 2]) {
         want.insert(name.to_string(), Some(v));
     }
     assert_eq!(m, want);
-    let v: Value = redis::cmd("BF.INFO").arg("k").query(&mut c2).unwrap();
+    let v: Value = common::cmd("BF.INFO k").query(&mut c2).unwrap();
     match v {
         Value::Array(items) => {
             assert_eq!(items.len(), 10);
@@ -2087,17 +1723,12 @@ fn redis_crate_client_view() {
         other => panic!("BF.INFO RESP2: expected an array, got {other:?}"),
     }
     // Top-level errors surface with their text.
-    let e = redis::cmd("BF.INFO")
-        .arg("missing")
+    let e = common::cmd("BF.INFO missing")
         .query::<Value>(&mut c2)
         .unwrap_err();
     assert!(e.to_string().contains("not found"), "{e}");
     // SCANDUMP final reply: [0, ""] with an empty bulk string, not nil.
-    let v: Value = redis::cmd("BF.SCANDUMP")
-        .arg("k")
-        .arg(145)
-        .query(&mut c3)
-        .unwrap();
+    let v: Value = common::cmd("BF.SCANDUMP k 145").query(&mut c3).unwrap();
     assert_eq!(
         v,
         Value::Array(vec![Value::Int(0), Value::BulkString(vec![])])

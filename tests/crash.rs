@@ -67,10 +67,10 @@ fn writer(port: u16, round: usize, seed: u64, stop: Arc<AtomicBool>) -> (Acked, 
             .collect();
         let mut cmd;
         if count == 1 {
-            cmd = redis::cmd("BF.ADD");
+            cmd = common::cmd("BF.ADD");
             cmd.arg(&k).arg(&its[0]);
         } else if rng.below(3) == 0 {
-            cmd = redis::cmd("BF.INSERT");
+            cmd = common::cmd("BF.INSERT");
             cmd.arg(&k)
                 .arg("CAPACITY")
                 .arg(40)
@@ -79,7 +79,7 @@ fn writer(port: u16, round: usize, seed: u64, stop: Arc<AtomicBool>) -> (Acked, 
                 .arg("ITEMS")
                 .arg(&its);
         } else {
-            cmd = redis::cmd("BF.MADD");
+            cmd = common::cmd("BF.MADD");
             cmd.arg(&k).arg(&its);
         }
         let reply = match con.req_command(&cmd) {
@@ -146,9 +146,7 @@ fn crash_once(
                 ("BGSAVE", "rdb_bgsave_in_progress")
             };
             std::thread::sleep(Duration::from_millis(100));
-            let _: () = redis::cmd("CONFIG")
-                .arg("SET")
-                .arg("rdb-key-save-delay")
+            let _: () = common::cmd("CONFIG SET rdb-key-save-delay")
                 .arg(KEY_SAVE_DELAY_US)
                 .query(&mut con)
                 .unwrap();
@@ -206,7 +204,7 @@ fn acknowledged_adds_survive_kill_9() {
     let mut con = s.conn();
     // A few filters created explicitly; the writer creates the rest implicitly.
     for i in 0..4 {
-        let _: () = redis::cmd("BF.RESERVE")
+        let _: () = common::cmd("BF.RESERVE")
             .arg(format!("cr:{i}"))
             .arg(0.001)
             .arg(30)
@@ -234,7 +232,7 @@ fn acknowledged_adds_survive_kill_9() {
     let mut con = s.conn();
     for b in 0..BIG_FILTERS {
         let k = format!("crbig:{b}").into_bytes();
-        let _: () = redis::cmd("BF.RESERVE")
+        let _: () = common::cmd("BF.RESERVE")
             .arg(&k)
             .arg(0.0001)
             .arg(BIG_CAPACITY)
@@ -244,7 +242,7 @@ fn acknowledged_adds_survive_kill_9() {
             .map(|i| format!("big{b}:{i}").into_bytes())
             .collect();
         for g in its.chunks(5000) {
-            let _: Vec<i64> = redis::cmd("BF.MADD")
+            let _: Vec<i64> = common::cmd("BF.MADD")
                 .arg(&k)
                 .arg(g)
                 .query(&mut con)
@@ -269,7 +267,7 @@ fn acknowledged_adds_survive_kill_9() {
 
     // A rewrite that completes, then a clean restart: still everything.
     let mut con = s.conn();
-    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let _: Value = common::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_until("rewrite done", Duration::from_secs(60), || {
         info_u64(&mut con, "persistence", "aof_rewrite_in_progress") == 0
             && info_u64(&mut con, "persistence", "aof_rewrite_scheduled") == 0

@@ -339,21 +339,11 @@ fn decode_payload(p: &[u8]) -> Payload {
 fn check_vector_core(name: &str) {
     let g = golden();
     let gv = &g[name];
-    let commands: Vec<String> = gv["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_string())
-        .collect();
+    let commands: Vec<String> = common::json_strs(&gv["commands"]);
     let (chain, replies) = replay(&commands);
 
     // Replies of the recorded commands.
-    let want_replies: Vec<&str> = gv["replies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let want_replies = common::json_strs(&gv["replies"]);
     assert_eq!(replies, want_replies, "{name}: replies");
 
     // Hash pairs.
@@ -431,12 +421,7 @@ fn check_vector_core(name: &str) {
     );
 
     // BF.DEBUG lines, BF.INFO Size and the per-layer parameters.
-    let want_debug: Vec<&str> = gv["debug"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap())
-        .collect();
+    let want_debug = common::json_strs(&gv["debug"]);
     assert_eq!(debug_lines(&chain), want_debug, "{name}: BF.DEBUG");
     assert_eq!(
         chain.mem_usage(),
@@ -578,7 +563,7 @@ fn resp2(v: &redis::Value) -> Vec<u8> {
 }
 
 fn scandump(con: &mut redis::Connection, key: &[u8], iter: i64) -> (i64, Vec<u8>) {
-    redis::cmd("BF.SCANDUMP")
+    common::cmd("BF.SCANDUMP")
         .arg(key)
         .arg(iter)
         .query::<(i64, Vec<u8>)>(con)
@@ -613,27 +598,25 @@ fn golden_vectors_over_the_wire() {
         }
 
         // SCANDUMP steps as recorded.
-        for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
-            let (next, data) = scandump(&mut con, key, rec["request_iter"].as_i64().unwrap());
-            let label = format!("{name} server scandump step {i}");
-            assert_eq!(
-                next,
-                rec["reply_iter"].as_i64().unwrap(),
-                "{label}: next iter"
-            );
-            check_chunk(&label, rec, &data);
-        }
+        let check_scandump = |con: &mut redis::Connection, key: &[u8], what: &str| {
+            for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
+                let (next, data) = scandump(con, key, rec["request_iter"].as_i64().unwrap());
+                let label = format!("{name} {what} scandump step {i}");
+                assert_eq!(
+                    next,
+                    rec["reply_iter"].as_i64().unwrap(),
+                    "{label}: next iter"
+                );
+                check_chunk(&label, rec, &data);
+            }
+        };
+        check_scandump(&mut con, key, "server");
 
         // BF.DEBUG, BF.INFO SIZE, BF.CARD.
-        let debug: Vec<String> = redis::cmd("BF.DEBUG").arg(key).query(&mut con).unwrap();
-        let want_debug: Vec<String> = gv["debug"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_str().unwrap().to_string())
-            .collect();
+        let debug: Vec<String> = common::cmd("BF.DEBUG").arg(key).query(&mut con).unwrap();
+        let want_debug: Vec<String> = common::json_strs(&gv["debug"]);
         assert_eq!(debug, want_debug, "{name}: BF.DEBUG");
-        let size: Vec<u64> = redis::cmd("BF.INFO")
+        let size: Vec<u64> = common::cmd("BF.INFO")
             .arg(key)
             .arg("SIZE")
             .query(&mut con)
@@ -645,12 +628,12 @@ fn golden_vectors_over_the_wire() {
         );
         let links = gv["links"].as_array().unwrap();
         let items: u64 = links.iter().map(|l| l["size"].as_u64().unwrap()).sum();
-        let card: u64 = redis::cmd("BF.CARD").arg(key).query(&mut con).unwrap();
+        let card: u64 = common::cmd("BF.CARD").arg(key).query(&mut con).unwrap();
         assert_eq!(card, items, "{name}: BF.CARD");
 
         // DUMP payload: the module part always, the whole payload when the RDB version matches.
         let want = unhex(gv["dump_payload_hex"].as_str().unwrap());
-        let got: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut con).unwrap();
+        let got: Vec<u8> = common::cmd("DUMP").arg(key).query(&mut con).unwrap();
         assert!(got.len() > 10, "{name}: DUMP payload too short");
         let p = decode_payload(&got);
         assert_eq!(p.module_id, MODULE_ID, "{name}: module id in DUMP");
@@ -671,31 +654,18 @@ fn golden_vectors_over_the_wire() {
 
         // RedisBloom's own payload restores into an identical filter.
         let restored = format!("restored-{name}");
-        let _: () = redis::cmd("RESTORE")
+        let _: () = common::cmd("RESTORE")
             .arg(&restored)
             .arg(0)
             .arg(&want)
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{name}: RESTORE of the recorded payload: {e}"));
-        for (i, rec) in gv["scandump"].as_array().unwrap().iter().enumerate() {
-            let (next, data) = scandump(
-                &mut con,
-                restored.as_bytes(),
-                rec["request_iter"].as_i64().unwrap(),
-            );
-            let label = format!("{name} restored scandump step {i}");
-            assert_eq!(
-                next,
-                rec["reply_iter"].as_i64().unwrap(),
-                "{label}: next iter"
-            );
-            check_chunk(&label, rec, &data);
-        }
+        check_scandump(&mut con, restored.as_bytes(), "restored");
         let info_a = q(&mut con, &[b"BF.INFO", key]);
         let info_b = q(&mut con, &[b"BF.INFO", restored.as_bytes()]);
         assert_eq!(info_a, info_b, "{name}: BF.INFO of the restored copy");
         for item in gv["hash64"].as_object().unwrap().keys() {
-            let e: i64 = redis::cmd("BF.EXISTS")
+            let e: i64 = common::cmd("BF.EXISTS")
                 .arg(&restored)
                 .arg(item.as_bytes())
                 .query(&mut con)

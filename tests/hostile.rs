@@ -24,9 +24,11 @@
 //! Runs in ~15–30 s. Seeds are printed (`BF_HOSTILE_SEED=…` repeats a run).
 
 mod common;
+mod fxutil;
 mod robust;
 
-use common::{crc64, scandump, Rng, Server};
+use common::{cmd, crc64, rdb_len, scandump, Rng, Server};
+use fxutil::{parse_header, write_header, Header, MLayer};
 use redis::{Connection, ConnectionLike, Value};
 use redis_bf::bloom::dump::encode_header;
 use redis_bf::bloom::layer::{Layer, LayerParams};
@@ -99,21 +101,6 @@ fn read_len(b: &[u8], pos: &mut usize) -> Option<(u64, bool)> {
         2 => return None,
         _ => (u64::from(first & 0x3f), true),
     })
-}
-
-fn write_len(v: u64, out: &mut Vec<u8>) {
-    if v < 64 {
-        out.push(v as u8);
-    } else if v < 16384 {
-        out.push(0x40 | (v >> 8) as u8);
-        out.push(v as u8);
-    } else if v <= u64::from(u32::MAX) {
-        out.push(0x80);
-        out.extend_from_slice(&(v as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&v.to_be_bytes());
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -199,14 +186,14 @@ fn parse_value(body: &[u8]) -> Option<ModuleValue> {
 
 fn encode_value(v: &ModuleValue) -> Vec<u8> {
     let mut out = vec![7u8];
-    write_len(v.module_id, &mut out);
+    rdb_len(&mut out, v.module_id);
     for f in &v.fields {
-        write_len(f.opcode, &mut out);
+        rdb_len(&mut out, f.opcode);
         match &f.body {
-            Body::Unsigned(u) => write_len(*u, &mut out),
+            Body::Unsigned(u) => rdb_len(&mut out, *u),
             Body::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
             Body::Str { data, claimed } => {
-                write_len(*claimed, &mut out);
+                rdb_len(&mut out, *claimed);
                 out.extend_from_slice(data);
             }
             Body::Encoded(raw) => out.extend_from_slice(raw),
@@ -440,7 +427,7 @@ fn err_of(v: &Value) -> Option<String> {
 
 /// Asserts the server is alive and answers PING.
 fn assert_alive(s: &mut Server, con: &mut Connection, when: &str) {
-    let pong: String = redis::cmd("PING")
+    let pong: String = cmd("PING")
         .query(con)
         .unwrap_or_else(|e| panic!("no PONG {when}: {e}; log:\n{}", tail(&s.log())));
     assert_eq!(pong, "PONG");
@@ -501,25 +488,18 @@ fn exercise_key(con: &mut Connection, key: &[u8], n: u64) -> Result<(), String> 
         return fail("DUMP", &r[11]);
     };
     let copy = [key, b":again"].concat();
-    let v = raw(
-        con,
-        redis::cmd("RESTORE").arg(&copy).arg(0).arg(dump.as_slice()),
-    );
+    let v = raw(con, cmd("RESTORE").arg(&copy).arg(0).arg(dump.as_slice()));
     if err_of(&v).is_some() {
         return fail("RESTORE of the filter's own DUMP", &v);
     }
-    let _: i64 = redis::cmd("DEL").arg(&copy).query(con).unwrap();
+    let _: i64 = cmd("DEL").arg(&copy).query(con).unwrap();
     Ok(())
 }
 
 /// The whole SCANDUMP walk in three round trips: the header, then every chunk (its iterators
 /// follow from the layer sizes: one chunk per layer, at most 16 MiB each) in one pipeline.
 fn scandump_pipelined(con: &mut Connection, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
-    let (one, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-        .arg(key)
-        .arg(0)
-        .query(con)
-        .unwrap();
+    let (one, header): (i64, Vec<u8>) = cmd("BF.SCANDUMP").arg(key).arg(0).query(con).unwrap();
     let mut iters = vec![1i64];
     for l in parse_header(&header).layers {
         let mut left = l.bytes as i64;
@@ -569,15 +549,15 @@ fn dump_round_trip(con: &mut Connection, key: &[u8]) -> Option<String> {
     if failure.is_none() && scandump_pipelined(con, &copy) != walk {
         failure = Some("the LOADCHUNKed copy dumps differently".into());
     }
-    let _: i64 = redis::cmd("DEL").arg(&copy).query(con).unwrap();
+    let _: i64 = cmd("DEL").arg(&copy).query(con).unwrap();
     failure
 }
 
 /// used_memory through a connection kept idle for the measurement, after emptying the slow log
 /// and the error statistics (Redis' own bounded bookkeeping, which slow or failing commands fill).
 fn used_memory(meter: &mut Connection) -> u64 {
-    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(meter).unwrap();
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(meter).unwrap();
+    let _: () = cmd("SLOWLOG RESET").query(meter).unwrap();
+    let _: () = cmd("CONFIG RESETSTAT").query(meter).unwrap();
     std::thread::sleep(Duration::from_millis(150));
     info_u64(meter, "memory", "used_memory")
 }
@@ -643,14 +623,11 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
     for i in 0..50u32 {
         legacy.add(&i.to_le_bytes(), u64::MAX).unwrap();
     }
-    let _: () = redis::cmd("BF.LOADCHUNK")
-        .arg("s5")
-        .arg(1)
+    let _: () = cmd("BF.LOADCHUNK s5 1")
         .arg(encode_header(&legacy))
         .query(con)
         .unwrap();
-    let _: () = redis::cmd("BF.LOADCHUNK")
-        .arg("s5")
+    let _: () = cmd("BF.LOADCHUNK s5")
         .arg(1 + legacy.layers[0].data.len())
         .arg(legacy.layers[0].data.as_slice())
         .query(con)
@@ -673,24 +650,22 @@ fn restore_of_mutated_dump_payloads() {
     // Seeds: each filter's DUMP without and with LZF compression.
     let mut seeds: Vec<(Vec<u8>, [u8; 2], Option<ModuleValue>)> = Vec::new();
     for compression in ["no", "yes"] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("rdbcompression")
+        let _: () = cmd("CONFIG SET rdbcompression")
             .arg(compression)
             .query(&mut con)
             .unwrap();
         for k in &seed_keys {
-            let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut con).unwrap();
+            let payload: Vec<u8> = cmd("DUMP").arg(k).query(&mut con).unwrap();
             let (body, version) = unseal(&payload);
             let parsed = parse_value(&body).expect("a DUMP payload parses");
             assert_eq!(encode_value(&parsed), body, "value stream round trip");
             // The unmutated payload restores.
             let v = raw(
                 &mut con,
-                redis::cmd("RESTORE").arg(b"seedcheck").arg(0).arg(&payload),
+                cmd("RESTORE").arg(b"seedcheck").arg(0).arg(&payload),
             );
             assert!(err_of(&v).is_none(), "{v:?}");
-            let _: i64 = redis::cmd("DEL").arg("seedcheck").query(&mut con).unwrap();
+            let _: i64 = cmd("DEL seedcheck").query(&mut con).unwrap();
             seeds.push((body, version, Some(parsed)));
         }
     }
@@ -698,7 +673,7 @@ fn restore_of_mutated_dump_payloads() {
         "CRC64 (Jones, reflected) verified on {} real DUMP payloads",
         seeds.len()
     );
-    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
 
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut valid = 0;
@@ -766,7 +741,7 @@ fn restore_of_mutated_dump_payloads() {
                             String::from_utf8_lossy(key)
                         );
                     }
-                    let _: i64 = redis::cmd("DEL").arg(key).query(&mut con).unwrap();
+                    let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
                     "OK (valid filter, every command works)".to_string()
                 }
                 Some(e) => e,
@@ -780,7 +755,7 @@ fn restore_of_mutated_dump_payloads() {
         );
         if case == warmup {
             // Warm-up done: allocator and server structures are in steady state.
-            let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
             baseline = used_memory(&mut meter);
             outcomes.clear();
             valid = 0;
@@ -788,7 +763,7 @@ fn restore_of_mutated_dump_payloads() {
             round_trip_why.clear();
         }
     }
-    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
     drop(con);
     let after = used_memory(&mut meter);
     println!("{cases} mutated DUMP payloads RESTOREd, crashes 0, outcomes:");
@@ -846,14 +821,11 @@ fn assert_no_panic(s: &Server) {
 /// LOADCHUNK refuses both).
 #[test]
 fn restored_filters_survive_an_aof_rewrite() {
-    let mut s = Server::start_with(
-        &[],
-        &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")],
-    );
+    let mut s = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = s.conn();
     assert!(cmd_text(&mut con, "BF.RESERVE src 0.1 4 EXPANSION 3").is_ok());
     assert!(cmd_text(&mut con, "BF.MADD src a b c d e f g h i j k l").is_ok());
-    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut con).unwrap();
+    let payload: Vec<u8> = cmd("DUMP src").query(&mut con).unwrap();
     let (body, version) = unseal(&payload);
     let value = parse_value(&body).expect("DUMP payload parses");
     let set = |v: &mut ModuleValue, i: usize, f: &dyn Fn(u64) -> u64| {
@@ -873,7 +845,7 @@ fn restored_filters_survive_an_aof_rewrite() {
         let key = format!("odd:{i}");
         let r = raw(
             &mut con,
-            redis::cmd("RESTORE")
+            cmd("RESTORE")
                 .arg(&key)
                 .arg(0)
                 .arg(seal(&encode_value(v), version)),
@@ -892,7 +864,7 @@ fn restored_filters_survive_an_aof_rewrite() {
         }
         before.push(scandump(&mut con, key.as_bytes()));
     }
-    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let _: Value = cmd("BGREWRITEAOF").query(&mut con).unwrap();
     robust::wait_until("the AOF rewrite", Duration::from_secs(30), || {
         info_u64(&mut con, "persistence", "aof_rewrite_in_progress") == 0
             && info_u64(&mut con, "persistence", "aof_rewrite_scheduled") == 0
@@ -902,7 +874,7 @@ fn restored_filters_survive_an_aof_rewrite() {
     let mut lost = Vec::new();
     for (i, (what, _)) in variants.iter().take(before.len()).enumerate() {
         let key = format!("odd:{i}");
-        let exists: i64 = redis::cmd("EXISTS").arg(&key).query(&mut con).unwrap();
+        let exists: i64 = cmd("EXISTS").arg(&key).query(&mut con).unwrap();
         let same = exists == 1 && scandump(&mut con, key.as_bytes()) == before[i];
         println!("RESTOREd filter ({what}) after AOF rewrite + restart: exists {exists}, same dump {same}");
         if !same {
@@ -914,74 +886,6 @@ fn restored_filters_survive_an_aof_rewrite() {
 
 // ------------------------------------------------------------------------------------------
 // LOADCHUNK headers.
-
-#[derive(Clone, Debug)]
-struct HLayer {
-    bytes: u64,
-    bits: u64,
-    size: u64,
-    error: f64,
-    bpe: f64,
-    hashes: u32,
-    entries: u64,
-    n2: u8,
-}
-
-#[derive(Clone, Debug)]
-struct Header {
-    size: u64,
-    nfilters: u32,
-    options: u32,
-    growth: u32,
-    layers: Vec<HLayer>,
-}
-
-fn parse_header(h: &[u8]) -> Header {
-    let u64_at = |p: usize| u64::from_le_bytes(h[p..p + 8].try_into().unwrap());
-    let u32_at = |p: usize| u32::from_le_bytes(h[p..p + 4].try_into().unwrap());
-    let nfilters = u32_at(8);
-    let layers = (0..nfilters as usize)
-        .map(|i| {
-            let b = 20 + 53 * i;
-            HLayer {
-                bytes: u64_at(b),
-                bits: u64_at(b + 8),
-                size: u64_at(b + 16),
-                error: f64::from_bits(u64_at(b + 24)),
-                bpe: f64::from_bits(u64_at(b + 32)),
-                hashes: u32_at(b + 40),
-                entries: u64_at(b + 44),
-                n2: h[b + 52],
-            }
-        })
-        .collect();
-    Header {
-        size: u64_at(0),
-        nfilters,
-        options: u32_at(12),
-        growth: u32_at(16),
-        layers,
-    }
-}
-
-fn write_header(h: &Header) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&h.size.to_le_bytes());
-    out.extend_from_slice(&h.nfilters.to_le_bytes());
-    out.extend_from_slice(&h.options.to_le_bytes());
-    out.extend_from_slice(&h.growth.to_le_bytes());
-    for l in &h.layers {
-        out.extend_from_slice(&l.bytes.to_le_bytes());
-        out.extend_from_slice(&l.bits.to_le_bytes());
-        out.extend_from_slice(&l.size.to_le_bytes());
-        out.extend_from_slice(&l.error.to_le_bytes());
-        out.extend_from_slice(&l.bpe.to_le_bytes());
-        out.extend_from_slice(&l.hashes.to_le_bytes());
-        out.extend_from_slice(&l.entries.to_le_bytes());
-        out.push(l.n2);
-    }
-    out
-}
 
 /// Error rate → (bpe, hashes) as the sizing rules compute them (with RedisBloom's truncated
 /// constants, as the module has them).
@@ -1098,7 +1002,7 @@ fn loadchunk_of_mutated_headers_and_chunks() {
     let mut con = s.conn();
     let seed_keys = make_seeds(&mut con);
     let seeds: Vec<Vec<(i64, Vec<u8>)>> = seed_keys.iter().map(|k| scandump(&mut con, k)).collect();
-    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
 
     let mut header_outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut chunk_outcomes: BTreeMap<String, usize> = BTreeMap::new();
@@ -1198,7 +1102,7 @@ fn loadchunk_of_mutated_headers_and_chunks() {
                         String::from_utf8_lossy(key)
                     );
                 }
-                let _: i64 = redis::cmd("DEL").arg(key).query(&mut con).unwrap();
+                let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
             }
         }
         assert_alive(
@@ -1207,20 +1111,20 @@ fn loadchunk_of_mutated_headers_and_chunks() {
             &format!("after exercising batch ending at case {case}"),
         );
         if case == warmup {
-            let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
             baseline = used_memory(&mut meter);
             header_outcomes.clear();
             chunk_outcomes.clear();
             chunks_sent = 0;
         }
     }
-    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
     drop(con);
     let after = used_memory(&mut meter);
     if std::env::var_os("BF_DEBUG_MEM").is_some() {
-        let stats: Value = redis::cmd("MEMORY").arg("STATS").query(&mut meter).unwrap();
+        let stats: Value = cmd("MEMORY STATS").query(&mut meter).unwrap();
         println!("MEMORY STATS {stats:?}");
-        let bf: String = redis::cmd("INFO").arg("bf").query(&mut meter).unwrap();
+        let bf: String = cmd("INFO bf").query(&mut meter).unwrap();
         println!("{bf}");
     }
     println!(
@@ -1267,18 +1171,14 @@ fn cmd_text(con: &mut Connection, line: &str) -> Result<Value, String> {
 }
 
 fn info_of(con: &mut Connection, key: &str) -> Vec<Value> {
-    match raw(con, redis::cmd("BF.INFO").arg(key)) {
+    match raw(con, cmd("BF.INFO").arg(key)) {
         Value::Array(a) => a,
         v => panic!("BF.INFO {key}: {v:?}"),
     }
 }
 
 fn info_num(con: &mut Connection, key: &str, field: &str) -> i64 {
-    let v: Vec<i64> = redis::cmd("BF.INFO")
-        .arg(key)
-        .arg(field)
-        .query(con)
-        .unwrap();
+    let v: Vec<i64> = cmd("BF.INFO").arg(key).arg(field).query(con).unwrap();
     v[0]
 }
 
@@ -1299,27 +1199,21 @@ fn absurd_sizes_are_errors_not_crashes() {
         assert!(e == NO_MEMORY || e == COULD_NOT, "{line}: {e}");
         println!("{line} → {e}");
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.initial-size")
-        .arg("1000000000000000000")
+    let _: () = cmd("CONFIG SET bf.initial-size 1000000000000000000")
         .query(&mut con)
         .unwrap();
     assert_eq!(cmd_text(&mut con, "BF.ADD a x").unwrap_err(), NO_MEMORY);
     assert_eq!(cmd_text(&mut con, "BF.MADD a x y").unwrap_err(), NO_MEMORY);
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.initial-size")
-        .arg("100")
+    let _: () = cmd("CONFIG SET bf.initial-size 100")
         .query(&mut con)
         .unwrap();
-    let exists: i64 = redis::cmd("EXISTS").arg("a").query(&mut con).unwrap();
+    let exists: i64 = cmd("EXISTS a").query(&mut con).unwrap();
     assert_eq!(exists, 0, "nothing half-created");
     assert_alive(&mut s, &mut con, "after huge capacities");
 
     // Tiny error rates.
     assert!(cmd_text(&mut con, "BF.RESERVE t1 1e-300 1000").is_ok());
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("t1").query(&mut con).unwrap();
+    let debug: Vec<String> = cmd("BF.DEBUG t1").query(&mut con).unwrap();
     let (_, k1) = shape_for(1e-300 * 0.5);
     assert!(debug[1].contains(&format!("hashes:{k1} ")), "{debug:?}");
     assert_eq!(cmd_text(&mut con, "BF.ADD t1 x").unwrap(), Value::Int(1));
@@ -1337,7 +1231,7 @@ fn absurd_sizes_are_errors_not_crashes() {
         cmd_text(&mut con, "BF.EXISTS t3copy x").unwrap(),
         Value::Int(1)
     );
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("t3").query(&mut con).unwrap();
+    let debug: Vec<String> = cmd("BF.DEBUG t3").query(&mut con).unwrap();
     println!(
         "tiny error rates: 1e-300 → {k1} hashes; 5e-324 NONSCALING → {:?}",
         debug[1]
@@ -1350,7 +1244,7 @@ fn absurd_sizes_are_errors_not_crashes() {
         nfilters: 1,
         options: 5,
         growth: u32::MAX,
-        layers: vec![HLayer {
+        layers: vec![MLayer {
             bytes: 8,
             bits: 64,
             size: 1 << 62,
@@ -1359,11 +1253,10 @@ fn absurd_sizes_are_errors_not_crashes() {
             hashes: k,
             entries: 1 << 62,
             n2: 0,
+            data: Vec::new(),
         }],
     });
-    let _: () = redis::cmd("BF.LOADCHUNK")
-        .arg("ov")
-        .arg(1)
+    let _: () = cmd("BF.LOADCHUNK ov 1")
         .arg(&header)
         .query(&mut con)
         .unwrap();
@@ -1373,10 +1266,7 @@ fn absurd_sizes_are_errors_not_crashes() {
         cmd_text(&mut con, "BF.ADD ov newitem").unwrap_err(),
         PROBLEM
     );
-    let v = raw(
-        &mut con,
-        redis::cmd("BF.MADD").arg("ov").arg("n1").arg("n2"),
-    );
+    let v = raw(&mut con, &cmd("BF.MADD ov n1 n2"));
     assert_eq!(
         format!("{v:?}")
             .matches("problem inserting into filter")
@@ -1391,9 +1281,7 @@ fn absurd_sizes_are_errors_not_crashes() {
     );
     // Real growth with EXPANSION 2^32−1: the second layer (~6.7 GB) is refused by the
     // per-filter limit, nothing changes.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.max-filter-bytes")
+    let _: () = cmd("CONFIG SET bf.max-filter-bytes")
         .arg(1 << 30)
         .query(&mut con)
         .unwrap();
@@ -1402,10 +1290,7 @@ fn absurd_sizes_are_errors_not_crashes() {
     let before = (info_of(&mut con, "g"), scandump(&mut con, b"g"));
     assert_eq!(cmd_text(&mut con, "BF.ADD g second").unwrap_err(), PROBLEM);
     assert_eq!((info_of(&mut con, "g"), scandump(&mut con, b"g")), before);
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.max-filter-bytes")
-        .arg(0)
+    let _: () = cmd("CONFIG SET bf.max-filter-bytes 0")
         .query(&mut con)
         .unwrap();
     println!("expansion overflow: 2^62 entries × (2^32−1) → {PROBLEM:?}, filter unchanged");
@@ -1421,7 +1306,7 @@ fn absurd_sizes_are_errors_not_crashes() {
                 format!("layer-item:{n}").into_bytes()
             })
             .collect();
-        let v = raw(&mut con, redis::cmd("BF.MADD").arg("L").arg(&batch));
+        let v = raw(&mut con, cmd("BF.MADD L").arg(&batch));
         let Value::Array(r) = v else { panic!("{v:?}") };
         for (it, x) in batch.into_iter().zip(r) {
             match x {
@@ -1433,7 +1318,7 @@ fn absurd_sizes_are_errors_not_crashes() {
     };
     let layers = info_num(&mut con, "L", "FILTERS");
     let items = info_num(&mut con, "L", "ITEMS");
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("L").query(&mut con).unwrap();
+    let debug: Vec<String> = cmd("BF.DEBUG L").query(&mut con).unwrap();
     println!(
         "error-rate underflow: {layers} layers, {items} items, stopped with {stop_error:?} after {n} \
          adds; last layer {:?}",
@@ -1443,29 +1328,22 @@ fn absurd_sizes_are_errors_not_crashes() {
     assert!(layers >= 1000, "{layers} layers");
     robust::assert_present(&mut con, "after growth", b"L", &accepted, 1000);
     // The 1000-layer filter survives DUMP/RESTORE, DEBUG RELOAD and SCANDUMP/LOADCHUNK.
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("L").query(&mut con).unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg("L2")
-        .arg(0)
-        .arg(dump)
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = cmd("DUMP L").query(&mut con).unwrap();
+    let _: () = cmd("RESTORE L2 0").arg(dump).query(&mut con).unwrap();
     let walk = scandump(&mut con, b"L");
     robust::loadchunks(&mut con, b"L3", &walk);
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    let _: () = cmd("DEBUG RELOAD").query(&mut con).unwrap();
     for k in ["L", "L2", "L3"] {
         robust::assert_present(&mut con, "after a copy", k.as_bytes(), &accepted, 1000);
         assert_eq!(info_num(&mut con, k, "FILTERS"), layers);
     }
     assert_alive(&mut s, &mut con, "after the layer underflow");
-    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
 
     // maxmemory nearly reached.
     let used = info_u64(&mut con, "memory", "used_memory");
     let max = used + 40_000_000;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
+    let _: () = cmd("CONFIG SET maxmemory")
         .arg(max)
         .query(&mut con)
         .unwrap();
@@ -1483,7 +1361,7 @@ fn absurd_sizes_are_errors_not_crashes() {
     let fill: Vec<Vec<u8>> = (0..1100)
         .map(|i| format!("fill:{i}").into_bytes())
         .collect();
-    let v = raw(&mut con, redis::cmd("BF.MADD").arg("mC").arg(&fill));
+    let v = raw(&mut con, cmd("BF.MADD mC").arg(&fill));
     let refused = format!("{v:?}")
         .matches("problem inserting into filter")
         .count();
@@ -1504,9 +1382,7 @@ fn absurd_sizes_are_errors_not_crashes() {
     );
     // Past maxmemory: every deny-oom command gets Redis' OOM error; reads still work.
     let used_now = info_u64(&mut con, "memory", "used_memory");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
+    let _: () = cmd("CONFIG SET maxmemory")
         .arg(used_now - 1_000_000)
         .query(&mut con)
         .unwrap();
@@ -1544,30 +1420,21 @@ fn absurd_sizes_are_errors_not_crashes() {
     }
     assert_eq!(cmd_text(&mut con, "BF.EXISTS mB x").unwrap(), Value::Int(1));
     assert!(cmd_text(&mut con, "BF.INFO mA").is_ok());
-    let _: i64 = redis::cmd("DEL").arg("mA").query(&mut con).unwrap();
+    let _: i64 = cmd("DEL mA").query(&mut con).unwrap();
     assert_eq!(
         cmd_text(&mut con, "BF.ADD mB y").unwrap(),
         Value::Int(1),
         "works again after DEL"
     );
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(0)
-        .query(&mut con)
-        .unwrap();
+    let _: () = cmd("CONFIG SET maxmemory 0").query(&mut con).unwrap();
     println!("past maxmemory: BF.ADD/MADD/INSERT/RESERVE/LOADCHUNK → -{OOM}");
 
     // The per-filter byte limit.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.max-filter-bytes")
+    let _: () = cmd("CONFIG SET bf.max-filter-bytes")
         .arg(100_000)
         .query(&mut con)
         .unwrap();
-    let limit: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("bf.max-filter-bytes")
+    let limit: Vec<String> = cmd("CONFIG GET bf.max-filter-bytes")
         .query(&mut con)
         .unwrap();
     assert_eq!(limit[1], "100000");
@@ -1581,7 +1448,7 @@ fn absurd_sizes_are_errors_not_crashes() {
         .collect();
     let mut problems = 0;
     for g in fill.chunks(10_000) {
-        let v = raw(&mut con, redis::cmd("BF.MADD").arg("x2").arg(g));
+        let v = raw(&mut con, cmd("BF.MADD x2").arg(g));
         problems += format!("{v:?}")
             .matches("problem inserting into filter")
             .count();
@@ -1592,20 +1459,14 @@ fn absurd_sizes_are_errors_not_crashes() {
     chain.add(b"x", u64::MAX).unwrap();
     let e = raw(
         &mut con,
-        redis::cmd("BF.LOADCHUNK")
-            .arg("x3")
-            .arg(1)
-            .arg(encode_header(&chain)),
+        cmd("BF.LOADCHUNK x3 1").arg(encode_header(&chain)),
     );
     assert_eq!(
         err_of(&e).as_deref(),
         Some(BAD_DATA),
         "header over the limit"
     );
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("bf.max-filter-bytes")
-        .arg(0)
+    let _: () = cmd("CONFIG SET bf.max-filter-bytes 0")
         .query(&mut con)
         .unwrap();
     println!(
@@ -1635,14 +1496,10 @@ fn size_class(n: u64) -> u64 {
 /// dict entry (24); Size = 32 + Σ (64 + layer bytes) from BF.DEBUG.
 fn check_memory_formula(con: &mut Connection, key: &[u8]) -> (i64, i64) {
     let size = {
-        let v: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(key)
-            .arg("SIZE")
-            .query(con)
-            .unwrap();
+        let v: Vec<i64> = cmd("BF.INFO").arg(key).arg("SIZE").query(con).unwrap();
         v[0]
     };
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg(key).query(con).unwrap();
+    let debug: Vec<String> = cmd("BF.DEBUG").arg(key).query(con).unwrap();
     let layer_bytes: i64 = debug[1..]
         .iter()
         .map(|l| {
@@ -1659,11 +1516,7 @@ fn check_memory_formula(con: &mut Connection, key: &[u8]) -> (i64, i64) {
         32 + layer_bytes,
         "BF.INFO Size = 32 + Σ(64 + bytes) for {key:?}"
     );
-    let usage: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .query(con)
-        .unwrap();
+    let usage: i64 = cmd("MEMORY USAGE").arg(key).query(con).unwrap();
     let sds_header = match key.len() {
         0..=31 => 1,
         32..=255 => 3,
@@ -1691,9 +1544,9 @@ fn no_leak_after_10000_filters() {
     // A template for LOADCHUNK and RESTORE copies.
     assert!(cmd_text(&mut con, "BF.RESERVE tpl 0.001 5000 EXPANSION 3").is_ok());
     let tpl_items: Vec<String> = (0..12_000).map(|i| format!("t{i}")).collect();
-    let _ = raw(&mut con, redis::cmd("BF.MADD").arg("tpl").arg(&tpl_items));
+    let _ = raw(&mut con, cmd("BF.MADD tpl").arg(&tpl_items));
     let tpl_walk = scandump(&mut con, b"tpl");
-    let tpl_dump: Vec<u8> = redis::cmd("DUMP").arg("tpl").query(&mut con).unwrap();
+    let tpl_dump: Vec<u8> = cmd("DUMP tpl").query(&mut con).unwrap();
     let round = |con: &mut Connection,
                  rng: &mut Rng,
                  first: usize,
@@ -1769,9 +1622,9 @@ fn no_leak_after_10000_filters() {
         for k in keys.iter().step_by(97) {
             sampled.push(check_memory_formula(con, k.as_bytes()));
         }
-        let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
+        let dbsize: i64 = cmd("DBSIZE").query(con).unwrap();
         assert_eq!(dbsize as usize, n + 1, "every filter created");
-        let deleted: i64 = redis::cmd("DEL").arg(&keys).query(con).unwrap();
+        let deleted: i64 = cmd("DEL").arg(&keys).query(con).unwrap();
         assert_eq!(deleted as usize, n);
     };
     let mut sampled = Vec::new();
@@ -1959,13 +1812,8 @@ mod random_commands {
         let mut s = Server::start_with(&["max-filter-bytes", "67108864"], &[]);
         let mut con2 = s.conn();
         let con3 = s.conn3();
-        let _: () = redis::cmd("SET")
-            .arg("str")
-            .arg("a string")
-            .query(&mut con2)
-            .unwrap();
-        let _: () = redis::cmd("BF.RESERVE")
-            .arg("tplh")
+        let _: () = cmd("SET str").arg("a string").query(&mut con2).unwrap();
+        let _: () = cmd("BF.RESERVE tplh")
             .arg(0.01)
             .arg(50)
             .query(&mut con2)
@@ -2017,17 +1865,13 @@ mod random_commands {
                     *st.4.entry(first).or_default() += 1;
                 }
             }
-            let pong: String = redis::cmd("PING")
+            let pong: String = cmd("PING")
                 .query(&mut st.0)
                 .map_err(|e| TestCaseError::fail(format!("no PONG: {e}")))?;
             prop_assert_eq!(pong, "PONG");
             if n % 50 == 0 {
-                let _: () = redis::cmd("FLUSHALL").query(&mut st.0).unwrap();
-                let _: () = redis::cmd("SET")
-                    .arg("str")
-                    .arg("a string")
-                    .query(&mut st.0)
-                    .unwrap();
+                let _: () = cmd("FLUSHALL").query(&mut st.0).unwrap();
+                let _: () = cmd("SET str").arg("a string").query(&mut st.0).unwrap();
             }
             Ok(())
         });

@@ -13,7 +13,7 @@ mod common;
 mod fxutil;
 
 use fxutil::{
-    args, assert_scandump_eq, check_hash_functions, crc64, dump_payload, format_g, hex,
+    args, assert_scandump_eq, check_hash_functions, crc64, dump_payload, format_g, gv2_model, hex,
     loadchunk_commands, server_rdb_version, show, unhex, Conn, DirServer, MAdd, MChain, MLayer,
     ModuleValue, Resp, FORCE64, NOROUND, NO_SCALING,
 };
@@ -141,16 +141,7 @@ fn model_reproduces_redisbloom_recordings() {
     );
 
     // GV2 (spec §12): BF.RESERVE gv2 0.1 4 EXPANSION 3; BF.MADD a..l.
-    let mut m = chain(5, 3, MLayer::sized(4, 0.05, 5));
-    for x in b'a'..=b'l' {
-        assert_eq!(m.add(&[x]), MAdd::Added);
-    }
-    assert_eq!(
-        hex(&m.header()),
-        "0c000000000000000200000005000000030000000800000000000000400000000000000004000000000000009a999999\
-         9999a93f4af7d49edef01840050000000400000000000000001000000000000000800000000000000008000000000000\
-         009a9999999999993f0bd81f7830b61e40060000000c0000000000000000"
-    );
+    let m = gv2_model();
     assert_eq!(hex(&m.layers[0].data), "3045a08c50922120");
     assert_eq!(hex(&m.layers[1].data), "85098043064d0830709842d0c219a5ac");
 
@@ -169,12 +160,7 @@ fn model_reproduces_redisbloom_recordings() {
         hex(&m.layers[0].data),
         j["scandump"][1]["data_hex"].as_str().unwrap()
     );
-    let lines: Vec<String> = j["debug"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().to_string())
-        .collect();
+    let lines: Vec<String> = common::json_strs(&j["debug"]);
     assert_eq!(m.debug_lines(), lines);
     let fps: Vec<u64> = (0..5000u64)
         .filter(|n| m.contains(format!("probe:fx:legacy32:{n}").as_bytes()))
@@ -198,12 +184,7 @@ fn model_reproduces_redisbloom_recordings() {
     }
     assert_eq!(zero, vec![29, 30, 47, 98, 196, 197]);
     assert_eq!(hex(&m.header()), j["header_hex"].as_str().unwrap());
-    let lines: Vec<String> = j["debug"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().to_string())
-        .collect();
+    let lines: Vec<String> = common::json_strs(&j["debug"]);
     assert_eq!(m.debug_lines(), lines);
     let fps = (0..5000u64)
         .filter(|n| m.contains(format!("probe:fx:exp1:{n}").as_bytes()))
@@ -465,12 +446,8 @@ fn restore_hand_built_payloads_encver_0_to_4() {
         assert_eq!(c.exists(&key), 0);
     }
     // The same body with encver 4 is fine (the refusal is about the version only).
-    let r = c.cmd(&[
-        &b"RESTORE"[..],
-        b"accepted:v4",
-        b"0",
-        &dump_payload(&v4.bytes, version),
-    ]);
+    let payload = dump_payload(&v4.bytes, version);
+    let r = c.cmd(&args([b"RESTORE", b"accepted:v4", b"0", &payload]));
     assert_eq!(r.raw, b"+OK\r\n");
     assert_state(&mut c, b"accepted:v4", &m, "encver 4 control");
     c.assert_ping();

@@ -11,8 +11,8 @@ mod common;
 mod fxutil;
 
 use fxutil::{
-    args, assert_scandump_eq, dump_payload, hex, server_rdb_version, show, unhex, Conn, DirServer,
-    MAdd, MChain, MLayer, ModuleValue, Resp, LN2,
+    args, assert_scandump_eq, dump_payload, gv2_model, header_bytes, hex, server_rdb_version, show,
+    unhex, Conn, DirServer, MChain, MLayer, ModuleValue, Resp, LN2,
 };
 use std::path::Path;
 
@@ -27,26 +27,6 @@ fn start() -> DirServer {
         DirServer::tempdir(),
         &["--rdbcompression", "no", "--sanitize-dump-payload", "yes"],
     )
-}
-
-/// GV2 of the spec (§12): `BF.RESERVE 0.1 4 EXPANSION 3` + a..l: layers of 8 and 16 bytes.
-fn gv2() -> MChain {
-    let mut m = MChain {
-        size: 0,
-        options: 5,
-        growth: 3,
-        layers: vec![MLayer::sized(4, 0.05, 5)],
-    };
-    for x in b'a'..=b'l' {
-        assert_eq!(m.add(&[x]), MAdd::Added);
-    }
-    assert_eq!(
-        hex(&m.header()),
-        "0c000000000000000200000005000000030000000800000000000000400000000000000004000000000000009a999999\
-         9999a93f4af7d49edef01840050000000400000000000000001000000000000000800000000000000008000000000000\
-         009a9999999999993f0bd81f7830b61e40060000000c0000000000000000"
-    );
-    m
 }
 
 fn text(raw: &[u8]) -> String {
@@ -205,7 +185,7 @@ fn restore_mutated_fields_truncations_and_byte_flips() {
     let mut server = start();
     let mut c = server.conn();
     let version = server_rdb_version(&mut c);
-    let m = gv2();
+    let m = gv2_model();
     // The module writes exactly our encoding (rdbcompression no), so mutating ours is
     // mutating a real DUMP payload.
     let r = c.cmd(&[&b"BF.RESERVE"[..], b"src", b"0.1", b"4", b"EXPANSION", b"3"]);
@@ -597,40 +577,21 @@ fn header_verdict(h: &[u8]) -> Option<bool> {
     certain.then_some(true)
 }
 
-/// A layer header of 53 bytes.
-#[allow(clippy::too_many_arguments)]
-fn layer_header(
-    bytes: u64,
-    bits: u64,
-    size: u64,
-    error: f64,
-    bpe: f64,
-    hashes: u32,
-    entries: u64,
-    n2: u8,
-) -> Vec<u8> {
-    let mut o = Vec::new();
-    o.extend_from_slice(&bytes.to_le_bytes());
-    o.extend_from_slice(&bits.to_le_bytes());
-    o.extend_from_slice(&size.to_le_bytes());
-    o.extend_from_slice(&error.to_le_bytes());
-    o.extend_from_slice(&bpe.to_le_bytes());
-    o.extend_from_slice(&hashes.to_le_bytes());
-    o.extend_from_slice(&entries.to_le_bytes());
-    o.push(n2);
-    o
-}
-
-fn chain_header(size: u64, n: u32, options: u32, growth: u32, layers: &[Vec<u8>]) -> Vec<u8> {
-    let mut o = Vec::new();
-    o.extend_from_slice(&size.to_le_bytes());
-    o.extend_from_slice(&n.to_le_bytes());
-    o.extend_from_slice(&options.to_le_bytes());
-    o.extend_from_slice(&growth.to_le_bytes());
-    for l in layers {
-        o.extend_from_slice(l);
+/// A layer header of 53 bytes, in the order of the record: (bytes, bits, size, error, bpe,
+/// hashes, entries, n2).
+fn layer_header(r: (u64, u64, u64, f64, f64, u32, u64, u8)) -> MLayer {
+    let (bytes, bits, size, error, bpe, hashes, entries, n2) = r;
+    MLayer {
+        bytes,
+        bits,
+        size,
+        error,
+        bpe,
+        hashes,
+        entries,
+        n2,
+        data: Vec::new(),
     }
-    o
 }
 
 /// Sends each header to a fresh key; checks the reply against [`header_verdict`]; an accepted
@@ -681,7 +642,7 @@ fn check_headers(c: &mut Conn, headers: &[(String, Vec<u8>)]) -> Vec<String> {
 fn loadchunk_header_mutations() {
     let mut server = start();
     let mut c = server.conn();
-    let m = gv2();
+    let m = gv2_model();
     let gv2_header = m.header();
     let one = MChain {
         size: 0,
@@ -715,56 +676,56 @@ fn loadchunk_header_mutations() {
     let bpe = (0.05f64.ln() / fxutil::LN2_SQUARED).abs();
     let k = (LN2 * bpe).ceil() as u32;
     let layer = |bytes: u64, bits: u64, size: u64, error: f64, bpe: f64, hashes: u32, n2: u8| {
-        layer_header(bytes, bits, size, error, bpe, hashes, 10, n2)
+        layer_header((bytes, bits, size, error, bpe, hashes, 10, n2))
     };
     let ok_layer = layer(8, 64, 3, 0.05, bpe, k, 0);
     let ok = || vec![ok_layer.clone()];
     let mut targeted: Vec<(&str, Vec<u8>, Option<bool>)> = vec![
-        ("valid", chain_header(3, 1, 13, 2, &ok()), Some(true)),
-        ("nfilters 0", chain_header(3, 0, 13, 2, &[]), Some(false)),
+        ("valid", header_bytes(3, 1, 13, 2, &ok()), Some(true)),
+        ("nfilters 0", header_bytes(3, 0, 13, 2, &[]), Some(false)),
         (
             "nfilters 0 + a layer",
-            chain_header(3, 0, 13, 2, &ok()),
+            header_bytes(3, 0, 13, 2, &ok()),
             Some(false),
         ),
         (
             "nfilters 2, one layer",
-            chain_header(3, 2, 13, 2, &ok()),
+            header_bytes(3, 2, 13, 2, &ok()),
             Some(false),
         ),
         (
             "nfilters u32::MAX",
-            chain_header(3, u32::MAX, 13, 2, &ok()),
+            header_bytes(3, u32::MAX, 13, 2, &ok()),
             Some(false),
         ),
         (
             "options 16",
-            chain_header(3, 1, 16 | 13, 2, &ok()),
+            header_bytes(3, 1, 16 | 13, 2, &ok()),
             Some(false),
         ),
         (
             "options 2^31",
-            chain_header(3, 1, 1 << 31, 2, &ok()),
+            header_bytes(3, 1, 1 << 31, 2, &ok()),
             Some(false),
         ),
         (
             "chain size 4 ≠ Σ 3",
-            chain_header(4, 1, 13, 2, &ok()),
+            header_bytes(4, 1, 13, 2, &ok()),
             Some(false),
         ),
         (
             "chain size 2 ≠ Σ 3",
-            chain_header(2, 1, 13, 2, &ok()),
+            header_bytes(2, 1, 13, 2, &ok()),
             Some(false),
         ),
         (
             "growth 0 (not checked)",
-            chain_header(3, 1, 13, 0, &ok()),
+            header_bytes(3, 1, 13, 0, &ok()),
             Some(true),
         ),
         (
             "Σ sizes overflows",
-            chain_header(
+            header_bytes(
                 0,
                 2,
                 13,
@@ -778,113 +739,113 @@ fn loadchunk_header_mutations() {
         ),
         (
             "error 0",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.0, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.0, bpe, k, 0)]),
             Some(false),
         ),
         (
             "error 1",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 1.0, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 1.0, bpe, k, 0)]),
             Some(false),
         ),
         (
             "error NaN",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, f64::NAN, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, f64::NAN, bpe, k, 0)]),
             Some(false),
         ),
         (
             "error -0.05",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, -0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, -0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "error inf",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, f64::INFINITY, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, f64::INFINITY, bpe, k, 0)]),
             Some(false),
         ),
         (
             "hashes k-1",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k - 1, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k - 1, 0)]),
             Some(false),
         ),
         (
             "hashes k+1",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k + 1, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k + 1, 0)]),
             Some(false),
         ),
         (
             "hashes 0",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, 0, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, 0, 0)]),
             Some(false),
         ),
         // (unsigned)ceil(NaN) is undefined in C: either verdict.
         (
             "bpe NaN",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, f64::NAN, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, f64::NAN, k, 0)]),
             None,
         ),
         (
             "bits 0",
-            chain_header(3, 1, 13, 2, &[layer(8, 0, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 0, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "bytes 0, bits 0",
-            chain_header(3, 1, 13, 2, &[layer(0, 0, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(0, 0, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "bits 63",
-            chain_header(3, 1, 13, 2, &[layer(8, 63, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 63, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "bits 72 ≠ 64",
-            chain_header(3, 1, 13, 2, &[layer(8, 72, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 72, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "n2 6 (= log2 bits)",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 6)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 6)]),
             Some(true),
         ),
         (
             "n2 7 > log2 bits",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 7)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 7)]),
             Some(false),
         ),
         (
             "n2 63",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 63)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 63)]),
             Some(false),
         ),
         (
             "n2 64",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 64)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 64)]),
             Some(false),
         ),
         (
             "n2 255",
-            chain_header(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 255)]),
+            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 255)]),
             Some(false),
         ),
         (
             "bytes 2^60",
-            chain_header(3, 1, 13, 2, &[layer(1 << 60, 1 << 63, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(1 << 60, 1 << 63, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "bytes 2^50",
-            chain_header(3, 1, 13, 2, &[layer(1 << 50, 1 << 53, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(1 << 50, 1 << 53, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "bytes 2^61 (bits overflow)",
-            chain_header(3, 1, 13, 2, &[layer(1 << 61, 0, 3, 0.05, bpe, k, 0)]),
+            header_bytes(3, 1, 13, 2, &[layer(1 << 61, 0, 3, 0.05, bpe, k, 0)]),
             Some(false),
         ),
         (
             "two layers of 2^49 bytes",
-            chain_header(
+            header_bytes(
                 6,
                 2,
                 13,
@@ -902,15 +863,15 @@ fn loadchunk_header_mutations() {
     }
     headers.extend(targeted.drain(..).map(|(l, h, _)| (l.to_string(), h)));
     // Many small layers: a long valid header, then the same with one bad layer at the end.
-    let many: Vec<Vec<u8>> = (0..2000)
+    let many: Vec<MLayer> = (0..2000)
         .map(|_| layer(8, 64, 1, 0.05, bpe, k, 0))
         .collect();
-    headers.push(("2000 layers".into(), chain_header(2000, 2000, 5, 2, &many)));
+    headers.push(("2000 layers".into(), header_bytes(2000, 2000, 5, 2, &many)));
     let mut bad_many = many.clone();
     bad_many[1999] = layer(8, 72, 1, 0.05, bpe, k, 0);
     headers.push((
         "2000 layers, last bad".into(),
-        chain_header(2000, 2000, 5, 2, &bad_many),
+        header_bytes(2000, 2000, 5, 2, &bad_many),
     ));
 
     let problems = check_headers(&mut c, &headers);
@@ -952,7 +913,7 @@ fn chunk_verdict(layers: &[u64], iter: i64, len: usize) -> Result<(usize, usize)
 fn loadchunk_chunks_at_every_offset_and_length() {
     let mut server = start();
     let mut c = server.conn();
-    let mut m = gv2();
+    let mut m = gv2_model();
     let key = b"chunks";
     let r = c.cmd(&[&b"BF.LOADCHUNK"[..], key, b"1", &m.header()]);
     assert_eq!(r.raw, b"+OK\r\n");
@@ -1051,16 +1012,16 @@ fn absurd_but_valid_headers_fail_on_growth_without_crashing() {
     // §7.3: size = entries = 3.6e14, growth 1: accepted; the next new item needs a gigantic
     // layer → `ERR problem inserting into filter`, nothing changes.
     let big = 360_000_000_000_000u64;
-    let h = chain_header(
+    let h = header_bytes(
         big,
         1,
         5,
         1,
-        &[layer_header(8, 64, big, 0.01, bpe, k, big, 0)],
+        &[layer_header((8, 64, big, 0.01, bpe, k, big, 0))],
     );
     assert_eq!(header_verdict(&h), Some(true));
     // growth 0 with a full layer: the next layer would have capacity 0.
-    let h0 = chain_header(3, 1, 5, 0, &[layer_header(8, 64, 3, 0.01, bpe, k, 3, 0)]);
+    let h0 = header_bytes(3, 1, 5, 0, &[layer_header((8, 64, 3, 0.01, bpe, k, 3, 0))]);
     for (key, h) in [(&b"absurd"[..], &h), (b"growth0", &h0)] {
         let r = c.cmd(&[&b"BF.LOADCHUNK"[..], key, b"1", h]);
         assert_eq!(r.raw, b"+OK\r\n");
@@ -1093,12 +1054,8 @@ fn absurd_but_valid_headers_fail_on_growth_without_crashing() {
         .s(&[0; 8])
         .u(big)
         .eof();
-    let r = c.cmd(&[
-        &b"RESTORE"[..],
-        b"absurd-r",
-        b"0",
-        &dump_payload(&v.bytes, version),
-    ]);
+    let payload = dump_payload(&v.bytes, version);
+    let r = c.cmd(&args([b"RESTORE", b"absurd-r", b"0", &payload]));
     assert_eq!(r.raw, b"+OK\r\n");
     let r = c.cmd(&[&b"BF.ADD"[..], b"absurd-r", b"new item"]);
     assert_eq!(text(&r.raw), "-ERR problem inserting into filter\r\n");

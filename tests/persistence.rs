@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{crc64, Rng, Server};
+use common::{cmd, crc64, rdb_len, Rng, Server};
 use redis::Value;
 use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
@@ -61,7 +61,7 @@ fn renamed(prefix: &str, key: &[u8]) -> Bytes {
 }
 
 fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+    let info: String = cmd("INFO").arg(section).query(con).unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{info}"))
@@ -78,12 +78,12 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 }
 
 fn ping(con: &mut redis::Connection) {
-    let p: String = redis::cmd("PING").query(con).expect("server still answers");
+    let p: String = cmd("PING").query(con).expect("server still answers");
     assert_eq!(p, "PONG");
 }
 
 fn dbsize(con: &mut redis::Connection) -> usize {
-    redis::cmd("DBSIZE").query(con).unwrap()
+    cmd("DBSIZE").query(con).unwrap()
 }
 
 // ------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ impl Op {
                 expansion,
                 nonscaling,
             } => {
-                let mut c = redis::cmd("BF.RESERVE");
+                let mut c = cmd("BF.RESERVE");
                 c.arg(key.as_slice()).arg(error.to_string()).arg(*capacity);
                 if let Some(x) = expansion {
                     c.arg("EXPANSION").arg(*x);
@@ -163,12 +163,12 @@ impl Op {
                 vec![c]
             }
             Op::Add { key, item } => {
-                let mut c = redis::cmd("BF.ADD");
+                let mut c = cmd("BF.ADD");
                 c.arg(key.as_slice()).arg(item.as_slice());
                 vec![c]
             }
             Op::Madd { key, items } => {
-                let mut c = redis::cmd("BF.MADD");
+                let mut c = cmd("BF.MADD");
                 c.arg(key.as_slice());
                 for i in items {
                     c.arg(i.as_slice());
@@ -183,7 +183,7 @@ impl Op {
                 nonscaling,
                 items,
             } => {
-                let mut c = redis::cmd("BF.INSERT");
+                let mut c = cmd("BF.INSERT");
                 c.arg(key.as_slice());
                 if let Some(x) = capacity {
                     c.arg("CAPACITY").arg(*x);
@@ -217,7 +217,7 @@ fn walk_to_loadchunks(key: &[u8], walk: &[(i64, Bytes)]) -> Vec<redis::Cmd> {
     walk.iter()
         .filter(|(next, _)| *next != 0)
         .map(|(next, data)| {
-            let mut c = redis::cmd("BF.LOADCHUNK");
+            let mut c = cmd("BF.LOADCHUNK");
             c.arg(key).arg(*next).arg(data.as_slice());
             c
         })
@@ -600,7 +600,7 @@ fn scandump_walk(con: &mut redis::Connection, key: &[u8]) -> Vec<(i64, Bytes)> {
     let mut out = Vec::new();
     let mut it = 0i64;
     loop {
-        let (next, data): (i64, Bytes) = redis::cmd("BF.SCANDUMP")
+        let (next, data): (i64, Bytes) = cmd("BF.SCANDUMP")
             .arg(key)
             .arg(it)
             .query(con)
@@ -634,16 +634,16 @@ fn mexists(con: &mut redis::Connection, key: &[u8], items: &[Bytes]) -> Vec<i64>
 }
 
 fn snapshot(con: &mut redis::Connection, key: &[u8], probes: &[Bytes]) -> KeyState {
-    let ty: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-    let info: Value = redis::cmd("BF.INFO")
+    let ty: String = cmd("TYPE").arg(key).query(con).unwrap();
+    let info: Value = cmd("BF.INFO")
         .arg(key)
         .query(con)
         .unwrap_or_else(|e| panic!("BF.INFO {}: {e}", show(key)));
-    let debug: Vec<String> = redis::cmd("BF.DEBUG")
+    let debug: Vec<String> = cmd("BF.DEBUG")
         .arg(key)
         .query(con)
         .unwrap_or_else(|e| panic!("BF.DEBUG {}: {e}", show(key)));
-    let card: i64 = redis::cmd("BF.CARD").arg(key).query(con).unwrap();
+    let card: i64 = cmd("BF.CARD").arg(key).query(con).unwrap();
     KeyState {
         ty,
         info,
@@ -779,7 +779,7 @@ impl Fixture {
         for (key, want) in &self.state {
             let k = renamed(prefix, key);
             let l = format!("[{}]", show(&k));
-            let exists: i64 = redis::cmd("EXISTS").arg(k.as_slice()).query(con).unwrap();
+            let exists: i64 = cmd("EXISTS").arg(k.as_slice()).query(con).unwrap();
             if exists != 1 {
                 problems.push(format!("{l}: key missing"));
                 continue;
@@ -835,15 +835,9 @@ fn check_against_model(con: &mut redis::Connection, model: &Model, label: &str) 
                 );
             }
         }
-        let info: Value = redis::cmd("BF.INFO")
-            .arg(key.as_slice())
-            .query(con)
-            .unwrap();
+        let info: Value = cmd("BF.INFO").arg(key.as_slice()).query(con).unwrap();
         assert_eq!(info, info_of(chain), "{l}: BF.INFO");
-        let debug: Vec<String> = redis::cmd("BF.DEBUG")
-            .arg(key.as_slice())
-            .query(con)
-            .unwrap();
+        let debug: Vec<String> = cmd("BF.DEBUG").arg(key.as_slice()).query(con).unwrap();
         assert_eq!(debug, debug_lines(chain), "{l}: BF.DEBUG");
     }
 }
@@ -884,7 +878,7 @@ fn debug_reload_keeps_every_filter() {
     let server = Server::start();
     let mut con = server.conn();
     let f = Fixture::create(&mut con, &base_ops());
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    let _: () = cmd("DEBUG RELOAD").query(&mut con).unwrap();
     assert_eq!(dbsize(&mut con), f.state.len());
     f.verify(&mut con, "after DEBUG RELOAD", "");
 }
@@ -894,7 +888,7 @@ fn save_and_restart_keeps_every_filter() {
     let mut server = Server::start();
     let mut con = server.conn();
     let f = Fixture::create(&mut con, &base_ops());
-    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    let _: () = cmd("SAVE").query(&mut con).unwrap();
     drop(con);
     server.restart(&[]);
     let mut con = server.conn();
@@ -975,10 +969,7 @@ fn wait_no_rewrite(con: &mut redis::Connection) {
 
 #[test]
 fn aof_rewrite_without_preamble_keeps_every_filter() {
-    let mut server = Server::start_with(
-        &[],
-        &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")],
-    );
+    let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = server.conn();
     wait_no_rewrite(&mut con);
     let f = Fixture::create(&mut con, &base_ops());
@@ -987,7 +978,7 @@ fn aof_rewrite_without_preamble_keeps_every_filter() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        match redis::cmd("BGREWRITEAOF").query::<String>(&mut con) {
+        match cmd("BGREWRITEAOF").query::<String>(&mut con) {
             Ok(_) => break,
             Err(e) if Instant::now() < deadline && e.to_string().contains("progress") => {
                 std::thread::sleep(Duration::from_millis(100))
@@ -1126,15 +1117,8 @@ fn copy_dir(from: &Path, to: &Path) {
 fn start_with_other_defaults(extra: &[(&str, &str)]) -> Server {
     let server = Server::start_with(&OTHER_DEFAULTS, extra);
     let mut con = server.conn();
-    let _: i64 = redis::cmd("BF.ADD")
-        .arg("defaults-probe")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
-    let debug: Vec<String> = redis::cmd("BF.DEBUG")
-        .arg("defaults-probe")
-        .query(&mut con)
-        .unwrap();
+    let _: i64 = cmd("BF.ADD defaults-probe x").query(&mut con).unwrap();
+    let debug: Vec<String> = cmd("BF.DEBUG defaults-probe").query(&mut con).unwrap();
     let mut want = Chain::new(7, 0.2, 2, false, u64::MAX).unwrap();
     want.add(b"x", u64::MAX).unwrap();
     assert_eq!(
@@ -1142,10 +1126,7 @@ fn start_with_other_defaults(extra: &[(&str, &str)]) -> Server {
         debug_lines(&want),
         "module arguments INITIAL_SIZE 7 ERROR_RATE 0.2 not in force"
     );
-    let _: i64 = redis::cmd("DEL")
-        .arg("defaults-probe")
-        .query(&mut con)
-        .unwrap();
+    let _: i64 = cmd("DEL defaults-probe").query(&mut con).unwrap();
     server
 }
 
@@ -1260,11 +1241,8 @@ fn dump_restore_into_new_names() {
     let mut con = server.conn();
     let f = Fixture::create(&mut con, &base_ops());
     for key in f.state.keys() {
-        let payload: Bytes = redis::cmd("DUMP")
-            .arg(key.as_slice())
-            .query(&mut con)
-            .unwrap();
-        let _: () = redis::cmd("RESTORE")
+        let payload: Bytes = cmd("DUMP").arg(key.as_slice()).query(&mut con).unwrap();
+        let _: () = cmd("RESTORE")
             .arg(renamed("restored:", key))
             .arg(0)
             .arg(payload)
@@ -1274,21 +1252,6 @@ fn dump_restore_into_new_names() {
     assert_eq!(dbsize(&mut con), 2 * f.state.len());
     f.verify(&mut con, "restored copy", "restored:");
     f.verify(&mut con, "original after DUMP", "");
-}
-
-fn rdb_len(out: &mut Bytes, n: u64) {
-    if n < 64 {
-        out.push(n as u8);
-    } else if n < 16384 {
-        out.push(0x40 | (n >> 8) as u8);
-        out.push(n as u8);
-    } else if n <= u64::from(u32::MAX) {
-        out.push(0x80);
-        out.extend_from_slice(&(n as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&n.to_be_bytes());
-    }
 }
 
 /// The module part of a DUMP payload (type, module id, opcode-tagged values, EOF).
@@ -1325,11 +1288,7 @@ fn with_footer(mut body: Bytes, rdb_version: [u8; 2]) -> Bytes {
 }
 
 fn restore(con: &mut redis::Connection, key: &str, payload: &[u8]) -> redis::RedisResult<()> {
-    redis::cmd("RESTORE")
-        .arg(key)
-        .arg(0)
-        .arg(payload)
-        .query(con)
+    cmd("RESTORE").arg(key).arg(0).arg(payload).query(con)
 }
 
 fn assert_refused(con: &mut redis::Connection, what: &str, payload: &[u8], text: &str) {
@@ -1341,7 +1300,7 @@ fn assert_refused(con: &mut redis::Connection, what: &str, payload: &[u8], text:
         ),
     }
     ping(con);
-    let exists: i64 = redis::cmd("EXISTS").arg("bad").query(con).unwrap();
+    let exists: i64 = cmd("EXISTS bad").query(con).unwrap();
     assert_eq!(exists, 0, "RESTORE of {what} left a key");
 }
 
@@ -1354,7 +1313,7 @@ fn malformed_restore_is_an_error() {
         .filter(|o| o.key() == b"scaling")
         .collect();
     let f = Fixture::create(&mut con, &ops);
-    let payload: Bytes = redis::cmd("DUMP").arg("scaling").query(&mut con).unwrap();
+    let payload: Bytes = cmd("DUMP scaling").query(&mut con).unwrap();
     let n = payload.len();
     let footer: [u8; 2] = payload[n - 10..n - 8].try_into().unwrap();
 
@@ -1412,12 +1371,11 @@ fn malformed_restore_is_an_error() {
             ping(&mut con);
             if r.is_ok() {
                 accepted += 1;
-                let _: Vec<String> = redis::cmd("BF.DEBUG")
-                    .arg("bad")
+                let _: Vec<String> = cmd("BF.DEBUG bad")
                     .query(&mut con)
                     .unwrap_or_else(|e| panic!("BF.DEBUG after RESTORE of {what}: {e}"));
                 scandump_walk(&mut con, b"bad");
-                let _: i64 = redis::cmd("DEL").arg("bad").query(&mut con).unwrap();
+                let _: i64 = cmd("DEL bad").query(&mut con).unwrap();
             }
         }
     }
@@ -1612,11 +1570,7 @@ fn repl_offset(con: &mut redis::Connection) -> u64 {
 }
 
 fn wait_synced(primary: &mut redis::Connection, replica: &mut redis::Connection) {
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(20_000)
-        .query(primary)
-        .unwrap();
+    let acked: i64 = cmd("WAIT 1").arg(20_000).query(primary).unwrap();
     assert!(acked >= 1, "WAIT: no replica acknowledged");
     let target = repl_offset(primary);
     wait_until("the replica offset", Duration::from_secs(30), || {
@@ -1633,8 +1587,7 @@ fn replica_matches_primary_whatever_its_defaults() {
 
     let replica = start_with_other_defaults(&[]);
     let mut rcon = replica.conn();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
+    let _: () = cmd("REPLICAOF 127.0.0.1")
         .arg(primary.port)
         .query(&mut rcon)
         .unwrap();

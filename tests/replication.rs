@@ -120,14 +120,14 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             0 => {
                 query(
                     con,
-                    redis::cmd("BF.RESERVE").arg(&k).arg(0.01).arg(500),
+                    common::cmd("BF.RESERVE").arg(&k).arg(0.01).arg(500),
                     "RESERVE",
                 );
             }
             1 => {
                 query(
                     con,
-                    redis::cmd("BF.RESERVE")
+                    common::cmd("BF.RESERVE")
                         .arg(&k)
                         .arg(0.001)
                         .arg(1000)
@@ -139,7 +139,7 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             6 => {
                 query(
                     con,
-                    redis::cmd("BF.RESERVE")
+                    common::cmd("BF.RESERVE")
                         .arg(&k)
                         .arg(0.02)
                         .arg(5000)
@@ -150,7 +150,7 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             8 => {
                 query(
                     con,
-                    redis::cmd("BF.RESERVE")
+                    common::cmd("BF.RESERVE")
                         .arg(&k)
                         .arg(0.05)
                         .arg(100)
@@ -169,15 +169,15 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
                 let scratch = [k.as_slice(), b":scratch"].concat();
                 query(
                     con,
-                    redis::cmd("BF.RESERVE").arg(&scratch).arg(0.01).arg(200),
+                    common::cmd("BF.RESERVE").arg(&scratch).arg(0.01).arg(200),
                     "RESERVE",
                 );
                 for group in items(f, 0..RESTORED).chunks(250) {
-                    let v = query(con, redis::cmd("BF.MADD").arg(&scratch).arg(group), "MADD");
+                    let v = query(con, common::cmd("BF.MADD").arg(&scratch).arg(group), "MADD");
                     assert_acks(&[v], "scratch MADD");
                 }
                 let dump = scandump(con, &scratch);
-                let _: i64 = redis::cmd("DEL").arg(&scratch).query(con).unwrap();
+                let _: i64 = common::cmd("DEL").arg(&scratch).query(con).unwrap();
                 loadchunks(con, &k, &dump);
                 start = RESTORED;
             }
@@ -198,10 +198,9 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             1 if n % 2 == 1 => {
                 let v = query(
                     con,
-                    redis::cmd("BF.INSERT")
+                    common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("NOCREATE")
-                        .arg("ITEMS")
+                        .arg(common::split_args("NOCREATE ITEMS"))
                         .arg(group),
                     "INSERT NOCREATE",
                 );
@@ -210,15 +209,11 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             4 => {
                 let v = query(
                     con,
-                    redis::cmd("BF.INSERT")
+                    common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("CAPACITY")
-                        .arg(300)
-                        .arg("ERROR")
-                        .arg(0.005)
-                        .arg("EXPANSION")
-                        .arg(3)
-                        .arg("ITEMS")
+                        .arg(common::split_args(
+                            "CAPACITY 300 ERROR 0.005 EXPANSION 3 ITEMS",
+                        ))
                         .arg(group),
                     "INSERT",
                 );
@@ -227,21 +222,18 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
             5 => {
                 let v = query(
                     con,
-                    redis::cmd("BF.INSERT")
+                    common::cmd("BF.INSERT")
                         .arg(&k)
-                        .arg("CAPACITY")
-                        .arg(5000)
-                        .arg("ERROR")
-                        .arg(0.01)
-                        .arg("NONSCALING")
-                        .arg("ITEMS")
+                        .arg(common::split_args(
+                            "CAPACITY 5000 ERROR 0.01 NONSCALING ITEMS",
+                        ))
                         .arg(group),
                     "INSERT NONSCALING",
                 );
                 assert_acks(&[v], "BF.INSERT NONSCALING");
             }
             _ => {
-                let v = query(con, redis::cmd("BF.MADD").arg(&k).arg(group), "MADD");
+                let v = query(con, common::cmd("BF.MADD").arg(&k).arg(group), "MADD");
                 assert_acks(&[v], "BF.MADD");
             }
         }
@@ -253,7 +245,7 @@ fn write_full_filter(con: &mut Connection) -> Vec<Vec<u8>> {
     let k = b"rep:full";
     query(
         con,
-        redis::cmd("BF.RESERVE")
+        common::cmd("BF.RESERVE")
             .arg(k)
             .arg(0.01)
             .arg(1000)
@@ -266,7 +258,7 @@ fn write_full_filter(con: &mut Connection) -> Vec<Vec<u8>> {
         .map(|i| format!("full:{i}").into_bytes())
         .collect();
     for group in all.chunks(100) {
-        let v = raw(con, redis::cmd("BF.MADD").arg(k).arg(group));
+        let v = raw(con, common::cmd("BF.MADD").arg(k).arg(group));
         let Value::Array(replies) = v else {
             panic!("MADD reply {v:?}")
         };
@@ -294,7 +286,7 @@ fn expected(filters: Range<usize>, upto: usize, into: &mut Expected) {
 }
 
 fn keys(con: &mut Connection) -> Vec<Vec<u8>> {
-    let mut k: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    let mut k: Vec<Vec<u8>> = common::cmd("KEYS *").query(con).unwrap();
     k.sort();
     k
 }
@@ -322,7 +314,7 @@ fn verify_dumps(primary: &mut Connection, replica: &mut Connection, who: &str) -
 
 /// WAIT until `n` replicas acknowledged everything written on `con`.
 fn wait_replicas(con: &mut Connection, n: i64) {
-    let acked: i64 = redis::cmd("WAIT").arg(n).arg(60_000).query(con).unwrap();
+    let acked: i64 = common::cmd("WAIT").arg(n).arg(60_000).query(con).unwrap();
     assert!(acked >= n, "WAIT: {acked} of {n} replicas acknowledged");
 }
 
@@ -335,8 +327,7 @@ fn link_up(port: u16) -> bool {
 
 fn replicaof(port: u16, primary: u16) {
     let mut c = connect(port);
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
+    let _: () = common::cmd("REPLICAOF 127.0.0.1")
         .arg(primary)
         .query(&mut c)
         .unwrap();
@@ -403,9 +394,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
 
     let p1 = at(8);
     // SHUTDOWN SAVE writes the replica's RDB with its replication id and offset.
-    let _ = redis::cmd("SHUTDOWN")
-        .arg("SAVE")
-        .query::<()>(&mut a.conn());
+    let _ = common::cmd("SHUTDOWN SAVE").query::<()>(&mut a.conn());
     let p2 = at(16);
     a.restart(&[]);
     wait_until(
@@ -468,7 +457,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     let bytes_b = verify_dumps(&mut pc, &mut bc, "replica B");
     // D5: an implicitly created filter has the primary's defaults (100, 0.01) on replica A
     // although its own are (7, 0.2).
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg(key(2)).query(&mut ac).unwrap();
+    let debug: Vec<String> = common::cmd("BF.DEBUG").arg(key(2)).query(&mut ac).unwrap();
     assert!(
         debug[1].contains("capacity:100 ") && debug[1].ends_with("ratio:0.005"),
         "{debug:?}"
@@ -482,11 +471,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     assert!(on_a >= FILTERS * PER_FILTER && on_b >= FILTERS * PER_FILTER);
 
     // Promotion: B becomes the primary, A follows B, writes continue on B.
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("NO")
-        .arg("ONE")
-        .query(&mut bc)
-        .unwrap();
+    let _: () = common::cmd("REPLICAOF NO ONE").query(&mut bc).unwrap();
     let b_partial_before = info_u64(&mut bc, "stats", "sync_partial_ok");
     replicaof(a.port, b.port);
     wait_until("replica A follows B", Duration::from_secs(30), || {
@@ -509,7 +494,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     let on_a = assert_all_present(&mut ac, "replica A of B", &exp_c, 4000);
     let bytes = verify_dumps(&mut bc, &mut ac, "replica A of B");
     // The old primary never saw the new writes.
-    let old: Vec<i64> = redis::cmd("BF.MEXISTS")
+    let old: Vec<i64> = common::cmd("BF.MEXISTS")
         .arg(key(0))
         .arg(item(0, PER_FILTER + 1))
         .arg(item(0, PER_FILTER + 2))

@@ -27,6 +27,28 @@ pub fn module_path() -> PathBuf {
     p
 }
 
+/// The start of every test server's command line: `bin --port PORT --bind 127.0.0.1 --dir
+/// DIR --save "" --daemonize no [--logfile LOG] --loadmodule MODULE`. The caller adds the
+/// module's arguments next, then any `--name value` options.
+pub fn server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .arg("--bind")
+        .arg("127.0.0.1")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--save")
+        .arg("")
+        .arg("--daemonize")
+        .arg("no");
+    if let Some(log) = log {
+        cmd.arg("--logfile").arg(log);
+    }
+    cmd.arg("--loadmodule").arg(module_path());
+    cmd
+}
+
 /// The server binary to run.
 pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
@@ -40,6 +62,10 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Server options for an AOF without RDB preamble (every filter rewritten as commands).
+pub const AOF_NO_PREAMBLE: &[(&str, &str)] =
+    &[("appendonly", "yes"), ("aof-use-rdb-preamble", "no")];
 
 /// A running redis-server with the module loaded. Killed and its directory removed on drop.
 pub struct Server {
@@ -83,24 +109,11 @@ impl Server {
             if self.port == 0 {
                 self.port = free_port();
             }
-            let mut cmd = Command::new(server_binary());
-            cmd.arg("--port")
-                .arg(self.port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--dir")
-                .arg(self.dir.path())
-                .arg("--save")
-                .arg("")
+            let log = self.dir.path().join("server.log");
+            let mut cmd = server_command(&server_binary(), self.port, self.dir.path(), Some(&log));
+            cmd.args(&self.module_args)
                 .arg("--enable-debug-command")
-                .arg("yes")
-                .arg("--daemonize")
-                .arg("no")
-                .arg("--logfile")
-                .arg(self.dir.path().join("server.log"));
-            let mut load = vec![module_path().display().to_string()];
-            load.extend(self.module_args.iter().cloned());
-            cmd.arg("--loadmodule").args(&load);
+                .arg("yes");
             for (k, v) in &self.extra {
                 cmd.arg(format!("--{k}")).arg(v);
             }
@@ -117,24 +130,7 @@ impl Server {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return false;
-                }
-            }
-            if let Ok(mut con) = self.try_conn() {
-                // Wait until loading (RDB/AOF) is over.
-                if let Ok(r) = redis::cmd("PING").query::<String>(&mut con) {
-                    if r == "PONG" {
-                        return true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
     }
 
     fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
@@ -167,10 +163,7 @@ impl Server {
 
     /// Stops the server (SIGKILL) without removing its directory.
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        stop_child(&mut self.child);
     }
 
     /// Stops the server with SHUTDOWN NOSAVE (or kill) and starts it again on the same port and
@@ -201,6 +194,67 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Kills (SIGKILL) and reaps a server process, if there is one.
+pub fn stop_child(child: &mut Option<Child>) {
+    if let Some(mut c) = child.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Waits until the server on `port` answers PING with PONG (so loading is over): true, or
+/// false when `child` exits first or `timeout` passes.
+pub fn wait_pong(child: &mut Option<Child>, port: u16, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(Ok(Some(_))) = child.as_mut().map(|c| c.try_wait()) {
+            return false;
+        }
+        if raw_try(port, b"*1\r\n$4\r\nPING\r\n").as_deref() == Some(b"+PONG\r\n") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    false
+}
+
+/// Sends `request` (already RESP-encoded) on a new connection and returns the first read.
+fn raw_try(port: u16, request: &[u8]) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(request).ok()?;
+    let mut b = [0u8; 64];
+    let n = s.read(&mut b).ok()?;
+    Some(b[..n].to_vec())
+}
+
+/// A `redis::Cmd` from a command line (see [`Args`]): `cmd("CONFIG SET save").arg(x)`.
+pub fn cmd(line: impl Args) -> redis::Cmd {
+    let args = line.to_args();
+    let mut c = redis::Cmd::new();
+    for a in &args {
+        c.arg(&a[..]);
+    }
+    c
+}
+
+/// Appends an RDB length (6-bit, 14-bit, 32-bit or 64-bit big-endian form) to `out`.
+pub fn rdb_len(out: &mut Vec<u8>, n: u64) {
+    if n < 64 {
+        out.push(n as u8);
+    } else if n < 16384 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
     }
 }
 
@@ -316,6 +370,15 @@ pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, V
     }
 }
 
+/// The strings of a JSON array (panics on anything else: the fixture is wrong).
+pub fn json_strs(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v}"))
+        .iter()
+        .map(|s| s.as_str().expect("a JSON string").to_string())
+        .collect()
+}
+
 /// xorshift64* — deterministic test data.
 #[derive(Clone)]
 pub struct Rng(pub u64);
@@ -340,4 +403,354 @@ impl Rng {
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// Steps written as the command lines they are
+// ------------------------------------------------------------------------------------------
+
+/// Splits a command line into arguments as redis-cli does: white space separates arguments;
+/// `"…"` groups one argument (may be empty) with the escapes `\"`, `\\`, `\n`, `\r`, `\t`
+/// and `\xHH` (any byte); `'…'` groups one argument verbatim except `\'`.
+/// `BF.ADD k "a b"` is three arguments, `BF.ADD k ""` adds the empty item,
+/// `BF.ADD k "a\x00b"` adds four bytes. Panics on an unclosed quote (a typo in a test).
+pub fn split_args(line: &str) -> Vec<Vec<u8>> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut arg = Vec::new();
+        match b[i] {
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                loop {
+                    assert!(i < b.len(), "unclosed quote in {line:?}");
+                    match b[i] {
+                        c if c == q => break,
+                        b'\\' if q == b'\'' && b.get(i + 1) == Some(&b'\'') => {
+                            arg.push(b'\'');
+                            i += 1;
+                        }
+                        b'\\' if q == b'"' => {
+                            i += 1;
+                            let e = *b.get(i).expect("dangling backslash");
+                            match e {
+                                b'n' => arg.push(b'\n'),
+                                b'r' => arg.push(b'\r'),
+                                b't' => arg.push(b'\t'),
+                                b'x' => {
+                                    let hex = line.get(i + 1..i + 3).expect("\\x needs 2 digits");
+                                    arg.push(u8::from_str_radix(hex, 16).expect("bad \\xHH"));
+                                    i += 2;
+                                }
+                                other => arg.push(other),
+                            }
+                        }
+                        c => arg.push(c),
+                    }
+                    i += 1;
+                }
+                i += 1;
+                assert!(
+                    i >= b.len() || b[i].is_ascii_whitespace(),
+                    "closing quote must be followed by a space in {line:?}"
+                );
+            }
+            _ => {
+                while i < b.len() && !b[i].is_ascii_whitespace() {
+                    arg.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        out.push(arg);
+    }
+    out
+}
+
+/// What a step may be given as its command: a command line (`"BF.ADD k a"`, split by
+/// [`split_args`]), a slice or array of `&str` (one element per argument, no splitting), or
+/// byte arguments (`Vec<Vec<u8>>`, e.g. from [`args!`](crate::args), or `&[&[u8]]`).
+pub trait Args {
+    fn to_args(&self) -> Vec<Vec<u8>>;
+}
+impl Args for str {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        split_args(self)
+    }
+}
+impl Args for String {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        split_args(self)
+    }
+}
+impl Args for [&str] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+}
+impl<const N: usize> Args for [&str; N] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self[..].to_args()
+    }
+}
+impl Args for Vec<&str> {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self[..].to_args()
+    }
+}
+impl Args for [&[u8]] {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.iter().map(|a| a.to_vec()).collect()
+    }
+}
+impl Args for Vec<Vec<u8>> {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        self.clone()
+    }
+}
+impl<T: Args + ?Sized> Args for &T {
+    fn to_args(&self) -> Vec<Vec<u8>> {
+        (**self).to_args()
+    }
+}
+
+/// Byte arguments for a step, each anything that is `AsRef<[u8]>` (`&str`, `String`,
+/// `Vec<u8>`, `b"…"`, `[u8; N]`): `args!["BF.ADD", "k", item_bytes]`.
+#[macro_export]
+macro_rules! args {
+    ($($a:expr),* $(,)?) => {
+        vec![$(AsRef::<[u8]>::as_ref(&$a).to_vec()),*] as Vec<Vec<u8>>
+    };
+}
+
+/// Arguments as a readable line (bytes escaped, long ones cut).
+pub fn show_args(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| {
+            let s = a.escape_ascii().to_string();
+            if s.len() > 80 {
+                format!("{}…({} bytes)", &s[..80], a.len())
+            } else {
+                s
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Bytes in double quotes, `"` and `\` escaped and bytes outside printable ASCII as `\xHH`:
+/// the form [`split_args`] reads back.
+pub fn quoted(b: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &c in b {
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(c as char),
+            _ => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out + "\""
+}
+
+/// A reply value as one line of text (see [`reply_text`]); bulk strings [`quoted`] or bare.
+pub fn value_text(v: &redis::Value, quote_bulk: bool) -> String {
+    use redis::Value;
+    let text = |v: &Value| value_text(v, quote_bulk);
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Int(i) => i.to_string(),
+        Value::BulkString(b) if quote_bulk => quoted(b),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Double(d) => d.to_string(),
+        Value::Array(a) | Value::Set(a) => {
+            format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+        }
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", text(k), text(v)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Value::ServerError(e) => format!(
+            "(error) {}",
+            [e.code(), e.details().unwrap_or("")].join(" ").trim_end()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A reply as one line of text, the way steps write it: integers and simple strings bare,
+/// bulk strings [`quoted`], `nil`, arrays `[a,b]`, maps `{k:v}`, RESP3 booleans
+/// `true`/`false`, errors `(error) CODE detail`.
+pub fn reply_text(r: &redis::RedisResult<redis::Value>) -> String {
+    match r {
+        Ok(v) => value_text(v, true),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(c), Some(d)) => format!("(error) {c} {d}"),
+            (Some(c), None) => format!("(error) {c}"),
+            _ => format!("(error) {e}"),
+        },
+    }
+}
+
+/// A test written as steps: each step is one command, given as the command line it is, and
+/// the reply it must get, compared as [`reply_text`]. Every mismatch is recorded; dropping
+/// the stepper panics with all of them, so one run lists every wrong reply.
+///
+/// ```ignore
+/// let mut t = Steps::new(&server);
+/// t.ok("BF.RESERVE k 0.01 1000");
+/// t.eq("BF.MADD k a b", "[1,1]");
+/// t.err("BF.ADD", "ERR wrong number of arguments for 'bf.add' command");
+/// t.eq(args!["BF.EXISTS", "k", b"a\x00"], "0");
+/// t.steps(r#"
+///     BF.ADD k a        -> 0
+///     BF.ADD k "a b"    -> 1
+///     BF.INFO nokey     -> (error) ERR not found
+/// "#);
+/// ```
+pub struct Steps {
+    con: redis::Connection,
+    fails: Vec<String>,
+}
+
+impl Steps {
+    /// A stepper on a new RESP2 connection to `s`.
+    pub fn new(s: &Server) -> Steps {
+        Steps::on(s.conn())
+    }
+
+    /// A stepper on a new RESP3 connection to `s`.
+    pub fn resp3(s: &Server) -> Steps {
+        Steps::on(s.conn3())
+    }
+
+    /// A stepper on a given connection.
+    pub fn on(con: redis::Connection) -> Steps {
+        Steps {
+            con,
+            fails: Vec::new(),
+        }
+    }
+
+    /// Sends one command; the reply (or error) is returned unchecked.
+    pub fn run(&mut self, cmd: impl Args) -> redis::RedisResult<redis::Value> {
+        let args = cmd.to_args();
+        assert!(!args.is_empty(), "empty command");
+        let mut c = redis::cmd(std::str::from_utf8(&args[0]).expect("command name"));
+        for a in &args[1..] {
+            c.arg(&a[..]);
+        }
+        c.query(&mut self.con)
+    }
+
+    /// Records a mismatch by hand.
+    pub fn fail(&mut self, msg: impl Into<String>) {
+        self.fails.push(msg.into());
+    }
+
+    /// The reply, as [`reply_text`], must be `want` (use [`Steps::run`] for the value).
+    pub fn eq(&mut self, cmd: impl Args, want: &str) {
+        let args = cmd.to_args();
+        let got = self.run(&args);
+        let text = reply_text(&got);
+        if text != want {
+            self.fails.push(format!(
+                "{}\n      expected: {want}\n      got:      {text}",
+                show_args(&args)
+            ));
+        }
+    }
+
+    /// The reply must be `OK`.
+    pub fn ok(&mut self, cmd: impl Args) {
+        self.eq(cmd, "OK");
+    }
+
+    /// The reply must be the error `text` (the whole line, e.g. `ERR not found`).
+    pub fn err(&mut self, cmd: impl Args, text: &str) {
+        self.eq(cmd, &format!("(error) {text}"));
+    }
+
+    /// Runs a script of steps, one a line: `COMMAND LINE -> EXPECTED` (EXPECTED as
+    /// [`reply_text`]); blank lines and lines starting with `#` are skipped.
+    pub fn steps(&mut self, script: &str) {
+        for (cmd, want) in step_lines(script) {
+            self.eq(cmd, want);
+        }
+    }
+}
+
+/// The steps of a script, one a line: `COMMAND LINE -> EXPECTED` → `(command line,
+/// expected)`; blank lines and lines starting with `#` are skipped. Panics on a line without
+/// ` -> ` (a typo in a test).
+pub fn step_lines(script: &str) -> impl Iterator<Item = (&str, &str)> {
+    script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (cmd, want) = l
+                .split_once(" -> ")
+                .unwrap_or_else(|| panic!("step without ` -> `: {l:?}"));
+            (cmd.trim(), want.trim())
+        })
+}
+
+/// Panics with every recorded mismatch (what a checker does when dropped), unless there are
+/// none or the thread is already panicking.
+pub fn report_fails(name: &str, fails: &[String]) {
+    if !fails.is_empty() && !std::thread::panicking() {
+        panic!(
+            "{name}{} mismatch(es):\n  {}",
+            fails.len(),
+            fails.join("\n  ")
+        );
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        report_fails("", &self.fails);
+    }
+}
+
+/// The folder of shared specs, cases and fixtures (`../shared` next to the repository, or
+/// `BF_SHARED`), when it is there. Tests that need it call [`shared_or_skip`].
+pub fn shared_dir() -> Option<PathBuf> {
+    let p = std::env::var_os("BF_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    p.is_dir().then_some(p)
+}
+
+/// The shared folder, or — when it is absent — a loud `SKIP` line on stderr and `None`
+/// (the caller returns). With `BF_REQUIRE_SHARED=1` (CI) an absent folder fails the test.
+pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
+    let d = shared_dir();
+    if d.is_none() {
+        assert!(
+            std::env::var_os("BF_REQUIRE_SHARED").is_none(),
+            "{test}: ../shared is absent but BF_REQUIRE_SHARED is set"
+        );
+        // Written to the stderr handle itself, not with eprintln!, so that the test harness
+        // does not capture it: the line shows even when the test passes.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIP {test}: ../shared (specs, cases, fixtures) is absent; \
+             nothing was checked ***"
+        );
+    }
+    d
 }

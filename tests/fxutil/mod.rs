@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------ bytes
@@ -276,22 +276,9 @@ impl DirServer {
         for _ in 0..5 {
             let port = common::free_port();
             let log = dir.path().join("server.log");
-            let mut cmd = Command::new(common::server_binary());
-            cmd.arg("--port")
-                .arg(port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--dir")
-                .arg(dir.path())
-                .arg("--save")
-                .arg("")
-                .arg("--daemonize")
-                .arg("no")
-                .arg("--logfile")
-                .arg(&log)
-                .arg("--loadmodule")
-                .arg(common::module_path())
-                .args(extra)
+            let mut cmd =
+                common::server_command(&common::server_binary(), port, dir.path(), Some(&log));
+            cmd.args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
@@ -318,27 +305,11 @@ impl DirServer {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if !self.is_alive() {
-                return false;
-            }
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
-                    let mut b = [0u8; 64];
-                    if let Ok(n) = s.read(&mut b) {
-                        if &b[..n] == b"+PONG\r\n" {
-                            // Make sure the server on this port is ours (not one another test
-                            // started on the same port while ours failed to bind).
-                            return self.is_alive() && self.serves_our_dir();
-                        }
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        false
+        // Make sure the server on this port is ours (not one another test started on the same
+        // port while ours failed to bind).
+        crate::common::wait_pong(&mut self.child, self.port, Duration::from_secs(60))
+            && self.is_alive()
+            && self.serves_our_dir()
     }
 
     fn serves_our_dir(&self) -> bool {
@@ -382,10 +353,7 @@ impl DirServer {
     }
 
     fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        crate::common::stop_child(&mut self.child);
     }
 }
 
@@ -605,18 +573,22 @@ pub const NO_SCALING: u32 = 8;
 /// The hash functions must give the spec's check values (§2.1, §2.3) before the model
 /// relies on them.
 pub fn check_hash_functions() {
-    let a = murmur64a(b"hello", 0xc6a4a7935bd1e995);
-    assert_eq!(a, 0x5ba5b8a59803e699);
-    assert_eq!(murmur64a(b"hello", a), 0xa7d451d588a0c2a4);
-    let a = murmur64a(b"", 0xc6a4a7935bd1e995);
-    assert_eq!(a, 0x1ab11ea5a7b2c56e);
-    assert_eq!(murmur64a(b"", a), 0xbbddcb5ab56dd547);
-    let a = murmur2_32(b"hello", 0x9747b28c);
-    assert_eq!(a, 0x7f1ddbbd);
-    assert_eq!(murmur2_32(b"hello", a), 0xed999d2d);
-    let a = murmur2_32(b"", 0x9747b28c);
-    assert_eq!(a, 0x106e08d9);
-    assert_eq!(murmur2_32(b"", a), 0x456d9087);
+    // (input, MurmurHash64A of it with the seed, then with that hash as the seed)
+    for (input, h1, h2) in [
+        (&b"hello"[..], 0x5ba5b8a59803e699, 0xa7d451d588a0c2a4),
+        (b"", 0x1ab11ea5a7b2c56e, 0xbbddcb5ab56dd547),
+    ] {
+        assert_eq!(murmur64a(input, 0xc6a4a7935bd1e995), h1);
+        assert_eq!(murmur64a(input, h1), h2);
+    }
+    // (input, MurmurHash2 of it with the seed, then with that hash as the seed)
+    for (input, h1, h2) in [
+        (&b"hello"[..], 0x7f1ddbbd, 0xed999d2d),
+        (b"", 0x106e08d9, 0x456d9087),
+    ] {
+        assert_eq!(murmur2_32(input, 0x9747b28c), h1);
+        assert_eq!(murmur2_32(input, h1), h2);
+    }
 }
 
 /// (a, b) of an item: MurmurHash64A pair when FORCE64 is set, else the MurmurHash2 pair
@@ -772,22 +744,13 @@ impl MChain {
 
     /// The SCANDUMP header (§7.2).
     pub fn header(&self) -> Vec<u8> {
-        let mut o = Vec::new();
-        o.extend_from_slice(&self.size.to_le_bytes());
-        o.extend_from_slice(&(self.layers.len() as u32).to_le_bytes());
-        o.extend_from_slice(&self.options.to_le_bytes());
-        o.extend_from_slice(&self.growth.to_le_bytes());
-        for l in &self.layers {
-            o.extend_from_slice(&l.bytes.to_le_bytes());
-            o.extend_from_slice(&l.bits.to_le_bytes());
-            o.extend_from_slice(&l.size.to_le_bytes());
-            o.extend_from_slice(&l.error.to_le_bytes());
-            o.extend_from_slice(&l.bpe.to_le_bytes());
-            o.extend_from_slice(&l.hashes.to_le_bytes());
-            o.extend_from_slice(&l.entries.to_le_bytes());
-            o.push(l.n2);
-        }
-        o
+        header_bytes(
+            self.size,
+            self.layers.len() as u32,
+            self.options,
+            self.growth,
+            &self.layers,
+        )
     }
 
     /// The SCANDUMP walk after the header: (iter, next_iter, chunk) per layer, then the end.
@@ -898,4 +861,99 @@ pub fn loadchunk_commands(key: &[u8], m: &MChain) -> Vec<Vec<Vec<u8>>> {
         }
     }
     v
+}
+
+/// The model of golden vector GV2: `BF.RESERVE 0.1 4 EXPANSION 3` + a..l: layers of 8 and 16 bytes.
+pub fn gv2_model() -> MChain {
+    let mut m = MChain {
+        size: 0,
+        options: 5,
+        growth: 3,
+        layers: vec![MLayer::sized(4, 0.05, 5)],
+    };
+    for x in b'a'..=b'l' {
+        assert_eq!(m.add(&[x]), MAdd::Added);
+    }
+    assert_eq!(
+        hex(&m.header()),
+        "0c000000000000000200000005000000030000000800000000000000400000000000000004000000000000009a999999\
+         9999a93f4af7d49edef01840050000000400000000000000001000000000000000800000000000000008000000000000\
+         009a9999999999993f0bd81f7830b61e40060000000c0000000000000000"
+    );
+    m
+}
+
+// ------------------------------------------------------------------------------ headers
+
+/// A SCANDUMP header's fields, with any values (also invalid ones): `nfilters` may differ
+/// from `layers.len()`; the layers' `data` is not part of it (left empty by [`parse_header`]).
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub size: u64,
+    pub nfilters: u32,
+    pub options: u32,
+    pub growth: u32,
+    pub layers: Vec<MLayer>,
+}
+
+/// Reads a well-formed SCANDUMP header (panics on a short one).
+pub fn parse_header(h: &[u8]) -> Header {
+    let u64_at = |p: usize| u64::from_le_bytes(h[p..p + 8].try_into().unwrap());
+    let u32_at = |p: usize| u32::from_le_bytes(h[p..p + 4].try_into().unwrap());
+    let nfilters = u32_at(8);
+    let layers = (0..nfilters as usize)
+        .map(|i| {
+            let b = 20 + 53 * i;
+            MLayer {
+                bytes: u64_at(b),
+                bits: u64_at(b + 8),
+                size: u64_at(b + 16),
+                error: f64::from_bits(u64_at(b + 24)),
+                bpe: f64::from_bits(u64_at(b + 32)),
+                hashes: u32_at(b + 40),
+                entries: u64_at(b + 44),
+                n2: h[b + 52],
+                data: Vec::new(),
+            }
+        })
+        .collect();
+    Header {
+        size: u64_at(0),
+        nfilters,
+        options: u32_at(12),
+        growth: u32_at(16),
+        layers,
+    }
+}
+
+/// Writes a SCANDUMP header from its fields, as they are.
+pub fn write_header(h: &Header) -> Vec<u8> {
+    header_bytes(h.size, h.nfilters, h.options, h.growth, &h.layers)
+}
+
+/// The SCANDUMP header bytes: size, filter count, options, growth, then each layer's
+/// 53-byte record (bytes, bits, size, error, bpe, hashes, entries, n2), little-endian.
+pub fn header_bytes(
+    size: u64,
+    nfilters: u32,
+    options: u32,
+    growth: u32,
+    layers: &[MLayer],
+) -> Vec<u8> {
+    let mut o = Vec::new();
+    o.extend_from_slice(&size.to_le_bytes());
+    o.extend_from_slice(&nfilters.to_le_bytes());
+    o.extend_from_slice(&options.to_le_bytes());
+    o.extend_from_slice(&growth.to_le_bytes());
+    for l in layers {
+        o.extend_from_slice(&l.bytes.to_le_bytes());
+        o.extend_from_slice(&l.bits.to_le_bytes());
+        o.extend_from_slice(&l.size.to_le_bytes());
+        o.extend_from_slice(&l.error.to_le_bytes());
+        o.extend_from_slice(&l.bpe.to_le_bytes());
+        o.extend_from_slice(&l.hashes.to_le_bytes());
+        o.extend_from_slice(&l.entries.to_le_bytes());
+        o.push(l.n2);
+    }
+    o
 }

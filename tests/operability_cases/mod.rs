@@ -34,11 +34,14 @@ macro_rules! for_each_scenario {
 }
 pub(crate) use for_each_scenario;
 
-use crate::common::{free_port, module_path, raw_command, scandump};
+use crate::common::{
+    free_port, raw_command, scandump, server_command, show_args, stop_child, value_text, wait_pong,
+    Args,
+};
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------------------
@@ -68,26 +71,13 @@ impl Srv {
         };
         for _ in 0..5 {
             s.port = free_port();
-            let mut cmd = Command::new(bin);
-            cmd.arg("--port")
-                .arg(s.port.to_string())
-                .arg("--bind")
-                .arg("127.0.0.1")
-                .arg("--dir")
-                .arg(s.dir.path())
-                .arg("--save")
-                .arg("")
+            let log = s.dir.path().join("server.log");
+            let mut cmd = server_command(bin, s.port, s.dir.path(), Some(&log));
+            cmd.args(module_args)
                 .arg("--appendonly")
                 .arg("no")
                 .arg("--enable-debug-command")
-                .arg("yes")
-                .arg("--daemonize")
-                .arg("no")
-                .arg("--logfile")
-                .arg(s.dir.path().join("server.log"))
-                .arg("--loadmodule")
-                .arg(module_path())
-                .args(module_args);
+                .arg("yes");
             for (k, v) in extra {
                 cmd.arg(format!("--{k}")).arg(v);
             }
@@ -105,21 +95,7 @@ impl Srv {
     }
 
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
-                return false;
-            }
-            if let Ok(mut c) = self.try_conn() {
-                if let Ok(r) = redis::cmd("PING").query::<String>(&mut c) {
-                    if r == "PONG" {
-                        return true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        false
+        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
     }
 
     fn try_conn(&self) -> redis::RedisResult<Connection> {
@@ -138,7 +114,7 @@ impl Srv {
     /// `nopass`).
     pub fn conn_as(&self, user: &str) -> Connection {
         let mut c = self.conn();
-        let _: () = redis::cmd("AUTH")
+        let _: () = crate::common::cmd("AUTH")
             .arg(user)
             .arg("any")
             .query(&mut c)
@@ -158,10 +134,7 @@ impl Srv {
     }
 
     fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        stop_child(&mut self.child);
     }
 }
 
@@ -174,19 +147,16 @@ impl Drop for Srv {
 // ------------------------------------------------------------------------------------------
 // Client helpers.
 
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
+fn cmd(line: impl Args) -> redis::Cmd {
+    crate::common::cmd(line)
 }
 
 /// Runs a command that must succeed.
-pub fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
-    cmd(args)
+pub fn q<T: FromRedisValue>(c: &mut Connection, line: impl Args) -> T {
+    let args = line.to_args();
+    cmd(&args)
         .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+        .unwrap_or_else(|e| panic!("{} failed: {e}", show_args(&args)))
 }
 
 /// `code detail`, the error line as the server sent it (without the leading `-`).
@@ -199,33 +169,17 @@ pub fn err_text(e: &RedisError) -> String {
 }
 
 /// Runs a command that must fail; returns the error line.
-pub fn qerr(c: &mut Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+pub fn qerr(c: &mut Connection, line: impl Args) -> String {
+    let args = line.to_args();
+    match cmd(&args).query::<Value>(c) {
+        Ok(v) => panic!("{}: expected an error, got {v:?}", show_args(&args)),
         Err(e) => err_text(&e),
     }
 }
 
 /// A reply value as compact text: strings bare, arrays `[a,b]`, nil `nil`.
 pub fn text(v: &Value) -> String {
-    match v {
-        Value::Nil => "nil".into(),
-        Value::Int(i) => i.to_string(),
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Okay => "OK".into(),
-        Value::Array(a) | Value::Set(a) => {
-            format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
-        }
-        Value::Map(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}:{}", text(k), text(v)))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        other => format!("{other:?}"),
-    }
+    value_text(v, false)
 }
 
 fn items(v: &Value) -> &[Value] {
@@ -244,7 +198,7 @@ fn pairs(v: &Value) -> BTreeMap<String, String> {
 
 /// `CONFIG GET name` → value.
 pub fn config_get(c: &mut Connection, name: &str) -> String {
-    let m: BTreeMap<String, String> = q(c, &["CONFIG", "GET", name]);
+    let m: BTreeMap<String, String> = q(c, ["CONFIG", "GET", name]);
     assert_eq!(m.len(), 1, "CONFIG GET {name}: {m:?}");
     m.get(name)
         .unwrap_or_else(|| panic!("CONFIG GET {name}: {m:?}"))
@@ -253,7 +207,7 @@ pub fn config_get(c: &mut Connection, name: &str) -> String {
 
 /// The `INFO bf` fields (exactly bf_filters, bf_layers, bf_items, bf_bytes).
 pub fn info_bf(c: &mut Connection) -> [u64; 4] {
-    let s: String = q(c, &["INFO", "bf"]);
+    let s: String = q(c, "INFO bf");
     let mut fields = BTreeMap::new();
     for line in s.lines() {
         if let Some((k, v)) = line.trim().split_once(':') {
@@ -287,7 +241,7 @@ pub fn wait_info(c: &mut Connection, want: [u64; 4]) {
 
 /// BF.DEBUG lines.
 pub fn debug(c: &mut Connection, key: &str) -> Vec<String> {
-    q(c, &["BF.DEBUG", key])
+    q(c, ["BF.DEBUG", key])
 }
 
 /// Sum of the `bytes:` fields of BF.DEBUG, and the number of layers.
@@ -303,7 +257,7 @@ pub fn debug_bytes_layers(c: &mut Connection, key: &str) -> (u64, u64) {
 
 /// BF.INFO as (field, value) pairs in reply order; nil values as None.
 pub fn bf_info(c: &mut Connection, key: &str) -> Vec<(String, Option<i64>)> {
-    let v: Value = q(c, &["BF.INFO", key]);
+    let v: Value = q(c, ["BF.INFO", key]);
     items(&v)
         .chunks(2)
         .map(|p| {
@@ -335,7 +289,7 @@ fn info_fields(
 
 /// BF.CARD.
 pub fn card(c: &mut Connection, key: &str) -> i64 {
-    q(c, &["BF.CARD", key])
+    q(c, ["BF.CARD", key])
 }
 
 /// Adds distinct items `<prefix><n>` until BF.CARD reaches `target` (items the filter already
@@ -346,7 +300,7 @@ pub fn fill(c: &mut Connection, key: &str, prefix: &str, target: i64) -> Vec<Str
     while card(c, key) < target {
         let item = format!("{prefix}{n}");
         n += 1;
-        let r: i64 = q(c, &["BF.ADD", key, &item]);
+        let r: i64 = q(c, ["BF.ADD", key, &item]);
         if r == 1 {
             added.push(item);
         }
@@ -366,7 +320,7 @@ pub fn absent_item(c: &mut Connection, key: &str, prefix: &str) -> String {
 
 /// DEBUG DIGEST-VALUE of one key.
 pub fn digest_value(c: &mut Connection, key: &str) -> String {
-    let v: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", key]);
+    let v: Vec<String> = q(c, ["DEBUG", "DIGEST-VALUE", key]);
     assert_eq!(v.len(), 1);
     v[0].clone()
 }
@@ -424,7 +378,7 @@ fn str_set(names: &[&str]) -> BTreeSet<String> {
 pub fn config_get_set(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    let all: BTreeMap<String, String> = q(&mut c, &["CONFIG", "GET", "bf.*"]);
+    let all: BTreeMap<String, String> = q(&mut c, "CONFIG GET bf.*");
     let want: BTreeMap<String, String> = [
         ("bf.error-rate", "0.01"),
         ("bf.initial-size", "100"),
@@ -437,7 +391,7 @@ pub fn config_get_set(bin: &str) {
     assert_eq!(all, want);
 
     // A filter created with the defaults: capacity 100, first layer at error 0.01 / 2.
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "old", "a"]), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD old a"), 1);
     let old_debug = vec![
         "size:1".to_string(),
         "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:1 ratio:0.005".to_string(),
@@ -455,7 +409,7 @@ pub fn config_get_set(bin: &str) {
         assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", k, v]), "OK");
         assert_eq!(config_get(&mut c, k), v);
     }
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "new", "x0"]), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD new x0"), 1);
     assert_eq!(
         debug(&mut c, "new"),
         vec![
@@ -492,14 +446,11 @@ pub fn config_get_set(bin: &str) {
 
     // expansion-factor 0: implicitly created filters are non-scaling (error not halved).
     assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "bf.expansion-factor", "0"]),
+        q::<String>(&mut c, "CONFIG SET bf.expansion-factor 0"),
         "OK"
     );
-    assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "bf.initial-size", "5"]),
-        "OK"
-    );
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "ns", "n0"]), 1);
+    assert_eq!(q::<String>(&mut c, "CONFIG SET bf.initial-size 5"), "OK");
+    assert_eq!(q::<i64>(&mut c, "BF.ADD ns n0"), 1);
     assert_eq!(s.raw(&["BF.INFO", "ns", "EXPANSION"]), "*1\r\n$-1\r\n");
     assert_eq!(bf_info(&mut c, "ns"), info_fields(5, 104, 1, 1, None));
     assert_eq!(
@@ -512,7 +463,7 @@ pub fn config_get_set(bin: &str) {
     fill(&mut c, "ns", "n", 5);
     let extra = absent_item(&mut c, "ns", "extra");
     assert_eq!(
-        qerr(&mut c, &["BF.ADD", "ns", &extra]),
+        qerr(&mut c, ["BF.ADD", "ns", &extra]),
         "ERR non scaling filter is full"
     );
     assert_eq!(
@@ -559,7 +510,7 @@ pub fn config_get_set(bin: &str) {
     ];
     for (name, value, reason) in bad {
         let before = config_get(&mut c, name);
-        let e = qerr(&mut c, &["CONFIG", "SET", name, value]);
+        let e = qerr(&mut c, ["CONFIG", "SET", name, value]);
         assert!(
             e.starts_with("ERR CONFIG SET failed"),
             "CONFIG SET {name} {value:?}: {e}"
@@ -570,17 +521,7 @@ pub fn config_get_set(bin: &str) {
         assert_eq!(config_get(&mut c, name), before, "{name} after {value:?}");
     }
     // A multi-parameter CONFIG SET with one bad value changes nothing.
-    let e = qerr(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "bf.initial-size",
-            "50",
-            "bf.error-rate",
-            "2",
-        ],
-    );
+    let e = qerr(&mut c, "CONFIG SET bf.initial-size 50 bf.error-rate 2");
     assert!(e.starts_with("ERR CONFIG SET failed"), "{e}");
     assert_eq!(config_get(&mut c, "bf.initial-size"), "5");
     assert_eq!(config_get(&mut c, "bf.error-rate"), "0.05");
@@ -598,7 +539,7 @@ pub fn config_get_set(bin: &str) {
         assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", name, value]), "OK");
         assert_eq!(config_get(&mut c, name), shown);
     }
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "edge", "a"]), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD edge a"), 1);
     assert_eq!(bf_info(&mut c, "edge")[4].1, Some(4_294_967_295));
     assert_eq!(bf_info(&mut c, "edge")[0].1, Some(1));
 }
@@ -612,7 +553,7 @@ pub fn config_load_args(bin: &str) {
         assert_eq!(config_get(&mut c, "bf.error-rate"), "0.2");
         assert_eq!(config_get(&mut c, "bf.expansion-factor"), "2");
         assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "0");
-        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
         assert_eq!(
             debug(&mut c, "k"),
             vec![
@@ -627,7 +568,7 @@ pub fn config_load_args(bin: &str) {
         let mut c = s.conn();
         assert_eq!(config_get(&mut c, "bf.initial-size"), "9");
         assert_eq!(config_get(&mut c, "bf.error-rate"), "0.01");
-        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
         assert_eq!(
             debug(&mut c, "k"),
             vec![
@@ -657,14 +598,14 @@ pub fn config_load_args(bin: &str) {
         assert_eq!(config_get(&mut c, "bf.error-rate"), "0.1");
         assert_eq!(config_get(&mut c, "bf.expansion-factor"), "0");
         assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "4096");
-        assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
+        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
         assert_eq!(bf_info(&mut c, "k"), info_fields(11, 104, 1, 1, None));
         assert_eq!(
             debug(&mut c, "k")[1],
             "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1"
         );
         assert_eq!(
-            qerr(&mut c, &["BF.RESERVE", "big", "0.01", "10000"]),
+            qerr(&mut c, "BF.RESERVE big 0.01 10000"),
             "ERR Insufficient memory to create filter"
         );
     }
@@ -678,17 +619,7 @@ fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
         .unwrap();
     let out_path = dir.path().join("out.txt");
     let out = File::create(&out_path).unwrap();
-    let mut child = Command::new(bin)
-        .arg("--port")
-        .arg(free_port().to_string())
-        .arg("--bind")
-        .arg("127.0.0.1")
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--save")
-        .arg("")
-        .arg("--loadmodule")
-        .arg(module_path())
+    let mut child = server_command(bin, free_port(), dir.path(), None)
         .args(args)
         .stdout(Stdio::from(out.try_clone().unwrap()))
         .stderr(Stdio::from(out))
@@ -757,32 +688,29 @@ pub fn config_max_filter_bytes(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
     assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "bf.max-filter-bytes", "100"]),
+        q::<String>(&mut c, "CONFIG SET bf.max-filter-bytes 100"),
         "OK"
     );
     // 0.01 / 1000 needs 1440 bytes.
     assert_eq!(
-        qerr(&mut c, &["BF.RESERVE", "big", "0.01", "1000"]),
+        qerr(&mut c, "BF.RESERVE big 0.01 1000"),
         "ERR Insufficient memory to create filter"
     );
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", "big"]), 0);
+    assert_eq!(q::<i64>(&mut c, "EXISTS big"), 0);
     // Implicit creation (default capacity 100: 144 bytes) too.
     assert_eq!(
-        qerr(&mut c, &["BF.ADD", "imp", "a"]),
+        qerr(&mut c, "BF.ADD imp a"),
         "ERR Insufficient memory to create filter"
     );
     assert_eq!(
         s.raw(&["BF.INSERT", "imp", "ITEMS", "a"]),
         "-ERR Insufficient memory to create filter\r\n"
     );
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", "imp"]), 0);
+    assert_eq!(q::<i64>(&mut c, "EXISTS imp"), 0);
     assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
 
     // 16 + 32 bytes fit; the third layer (72 bytes) would make 120.
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "sm", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE sm 0.01 10"), "OK");
     fill(&mut c, "sm", "i", 30);
     let before = debug(&mut c, "sm");
     assert_eq!(
@@ -798,7 +726,7 @@ pub fn config_max_filter_bytes(bin: &str) {
     assert_eq!(info, [1, 2, 30, 48]);
     let extra = absent_item(&mut c, "sm", "extra");
     assert_eq!(
-        qerr(&mut c, &["BF.ADD", "sm", &extra]),
+        qerr(&mut c, ["BF.ADD", "sm", &extra]),
         "ERR problem inserting into filter"
     );
     assert_eq!(
@@ -810,11 +738,11 @@ pub fn config_max_filter_bytes(bin: &str) {
     assert_eq!(info_bf(&mut c), info);
     assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "sm", &extra]), 0);
     // Items already present still answer 0 (no growth needed).
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "sm", "i0"]), 0);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD sm i0"), 0);
 
     // Lifting the limit lets it grow.
     assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "bf.max-filter-bytes", "0"]),
+        q::<String>(&mut c, "CONFIG SET bf.max-filter-bytes 0"),
         "OK"
     );
     assert_eq!(q::<i64>(&mut c, &["BF.ADD", "sm", &extra]), 1);
@@ -823,10 +751,7 @@ pub fn config_max_filter_bytes(bin: &str) {
         "bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:1 ratio:0.00125"
     );
     assert_eq!(info_bf(&mut c), [1, 3, 31, 120]);
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "big", "0.01", "1000"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE big 0.01 1000"), "OK");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -864,7 +789,7 @@ pub fn notifications(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
     assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+        q::<String>(&mut c, "CONFIG SET notify-keyspace-events KEA"),
         "OK"
     );
     let mut sub = s.conn();
@@ -878,7 +803,7 @@ pub fn notifications(bin: &str) {
             // Errors are expected in some steps; notifications are what is checked.
             let _ = cmd(args).query::<Value>(c);
         }
-        let _: () = cmd(&["SET", "sentinel", "1"]).query(c).unwrap();
+        let _: () = cmd("SET sentinel 1").query(c).unwrap();
         assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
     };
 
@@ -989,7 +914,7 @@ pub fn notifications(bin: &str) {
     let chunks = scandump(&mut c, b"a");
     assert_eq!(chunks.len(), 2, "header and one chunk");
     let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
-        let _: () = redis::cmd("BF.LOADCHUNK")
+        let _: () = crate::common::cmd("BF.LOADCHUNK")
             .arg(key)
             .arg(*iter)
             .arg(data.as_slice())
@@ -997,14 +922,14 @@ pub fn notifications(bin: &str) {
             .unwrap();
     };
     load(&mut c, "copy", &chunks[0]);
-    let _: () = cmd(&["SET", "sentinel", "1"]).query(&mut c).unwrap();
+    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
     assert_eq!(
         collect_until_sentinel(&mut ps),
         ks(0, "copy", "bf.loadchunk").to_vec(),
         "LOADCHUNK header"
     );
     load(&mut c, "copy", &chunks[1]);
-    let _: () = cmd(&["SET", "sentinel", "1"]).query(&mut c).unwrap();
+    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
     assert_eq!(
         collect_until_sentinel(&mut ps),
         ks(0, "copy", "bf.loadchunk").to_vec(),
@@ -1015,7 +940,7 @@ pub fn notifications(bin: &str) {
         for args in cmds {
             let _ = cmd(args).query::<Value>(c);
         }
-        let _: () = cmd(&["SET", "sentinel", "1"]).query(c).unwrap();
+        let _: () = cmd("SET sentinel 1").query(c).unwrap();
         assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
     };
     step(
@@ -1051,7 +976,7 @@ pub fn notifications(bin: &str) {
     );
 
     // Another database: the channel names carry it.
-    let _: () = cmd(&["SELECT", "3"]).query(&mut c).unwrap();
+    let _: () = cmd("SELECT 3").query(&mut c).unwrap();
     step(
         &mut c,
         &[&["BF.ADD", "d3", "x"], &["BF.ADD", "d3", "x"]],
@@ -1061,7 +986,7 @@ pub fn notifications(bin: &str) {
 
     // Without class d (only generic and string events), BF commands are silent.
     assert_eq!(
-        q::<String>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEg$"]),
+        q::<String>(&mut c, "CONFIG SET notify-keyspace-events KEg$"),
         "OK"
     );
     step(
@@ -1084,20 +1009,14 @@ pub fn notifications(bin: &str) {
 pub fn copy_and_digest(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "src", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE src 0.01 10"), "OK");
     let empty_digest = digest_value(&mut c, "src");
     // Two filters with the same parameters and items have the same digest.
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "twin", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE twin 0.01 10"), "OK");
     assert_eq!(digest_value(&mut c, "twin"), empty_digest);
     let items = fill(&mut c, "src", "s", 25);
     for i in &items {
-        let _: i64 = q(&mut c, &["BF.ADD", "twin", i]);
+        let _: i64 = q(&mut c, ["BF.ADD", "twin", i]);
     }
     let src_digest = digest_value(&mut c, "src");
     assert_ne!(src_digest, empty_digest);
@@ -1107,8 +1026,8 @@ pub fn copy_and_digest(bin: &str) {
     let src_dump = scandump(&mut c, b"src");
 
     // COPY.
-    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 1);
-    assert_eq!(q::<String>(&mut c, &["TYPE", "dst"]), "MBbloom--");
+    assert_eq!(q::<i64>(&mut c, "COPY src dst"), 1);
+    assert_eq!(q::<String>(&mut c, "TYPE dst"), "MBbloom--");
     assert_eq!(debug(&mut c, "dst"), src_debug);
     assert_eq!(bf_info(&mut c, "dst"), bf_info(&mut c, "src"));
     assert_eq!(scandump(&mut c, b"dst"), src_dump);
@@ -1134,30 +1053,28 @@ pub fn copy_and_digest(bin: &str) {
     let src_debug = debug(&mut c, "src");
 
     // Existing destination: 0 without REPLACE, replaced with it.
-    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst"]), 0);
+    assert_eq!(q::<i64>(&mut c, "COPY src dst"), 0);
     assert_eq!(digest_value(&mut c, "dst"), dst_digest);
-    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst", "REPLACE"]), 1);
+    assert_eq!(q::<i64>(&mut c, "COPY src dst REPLACE"), 1);
     assert_eq!(digest_value(&mut c, "dst"), src_digest);
     assert_eq!(debug(&mut c, "dst"), src_debug);
-    assert_eq!(q::<i64>(&mut c, &["COPY", "missing", "dst2"]), 0);
+    assert_eq!(q::<i64>(&mut c, "COPY missing dst2"), 0);
 
     // COPY to another database.
-    assert_eq!(q::<i64>(&mut c, &["COPY", "src", "dst", "DB", "1"]), 1);
+    assert_eq!(q::<i64>(&mut c, "COPY src dst DB 1"), 1);
     let mut c1 = s.conn();
-    let _: () = q(&mut c1, &["SELECT", "1"]);
+    let _: () = q(&mut c1, "SELECT 1");
     assert_eq!(digest_value(&mut c1, "dst"), src_digest);
     assert_eq!(debug(&mut c1, "dst"), src_debug);
-    assert_eq!(q::<i64>(&mut c1, &["BF.ADD", "dst", "db1-only"]), 1);
-    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "src", "db1-only"]), 0);
+    assert_eq!(q::<i64>(&mut c1, "BF.ADD dst db1-only"), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.EXISTS src db1-only"), 0);
     assert_eq!(digest_value(&mut c, "src"), src_digest);
     let db1_digest = digest_value(&mut c1, "dst");
     assert_ne!(db1_digest, src_digest);
 
     // DUMP / RESTORE.
-    let payload: Vec<u8> = q(&mut c, &["DUMP", "src"]);
-    let _: () = redis::cmd("RESTORE")
-        .arg("rst")
-        .arg(0)
+    let payload: Vec<u8> = q(&mut c, "DUMP src");
+    let _: () = crate::common::cmd("RESTORE rst 0")
         .arg(payload.as_slice())
         .query(&mut c)
         .unwrap();
@@ -1165,8 +1082,7 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(debug(&mut c, "rst"), src_debug);
     // SCANDUMP / LOADCHUNK.
     for (iter, data) in scandump(&mut c, b"src") {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("chunked")
+        let _: () = crate::common::cmd("BF.LOADCHUNK chunked")
             .arg(iter)
             .arg(data.as_slice())
             .query(&mut c)
@@ -1175,26 +1091,26 @@ pub fn copy_and_digest(bin: &str) {
     assert_eq!(digest_value(&mut c, "chunked"), src_digest);
 
     // DEBUG DIGEST (whole dataset) and DEBUG RELOAD.
-    let db_digest: String = q(&mut c, &["DEBUG", "DIGEST"]);
+    let db_digest: String = q(&mut c, "DEBUG DIGEST");
     assert_ne!(db_digest, "0".repeat(40));
-    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    let _: () = q(&mut c, "DEBUG RELOAD");
     assert_eq!(digest_value(&mut c, "src"), src_digest);
     assert_eq!(digest_value(&mut c, "rst"), src_digest);
     assert_eq!(digest_value(&mut c, "dst"), src_digest);
-    assert_eq!(q::<String>(&mut c, &["DEBUG", "DIGEST"]), db_digest);
+    assert_eq!(q::<String>(&mut c, "DEBUG DIGEST"), db_digest);
     assert_eq!(digest_value(&mut c1, "dst"), db1_digest);
 
     // Adding an item changes both digests.
     let more = absent_item(&mut c, "src", "more");
     assert_eq!(q::<i64>(&mut c, &["BF.ADD", "src", &more]), 1);
     assert_ne!(digest_value(&mut c, "src"), src_digest);
-    let db_digest2: String = q(&mut c, &["DEBUG", "DIGEST"]);
+    let db_digest2: String = q(&mut c, "DEBUG DIGEST");
     assert_ne!(db_digest2, db_digest);
     // An add that changes nothing changes neither.
     let src_digest2 = digest_value(&mut c, "src");
     assert_eq!(q::<i64>(&mut c, &["BF.ADD", "src", &more]), 0);
     assert_eq!(digest_value(&mut c, "src"), src_digest2);
-    assert_eq!(q::<String>(&mut c, &["DEBUG", "DIGEST"]), db_digest2);
+    assert_eq!(q::<String>(&mut c, "DEBUG DIGEST"), db_digest2);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1205,27 +1121,21 @@ pub fn copy_and_digest(bin: &str) {
 pub fn info_section(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    let section: String = q(&mut c, &["INFO", "bf"]);
+    let section: String = q(&mut c, "INFO bf");
     assert!(
         section.lines().any(|l| l.trim() == "# bf"),
         "section header:\n{section}"
     );
     assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
 
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "a", "0.01", "100"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE a 0.01 100"), "OK");
     assert_eq!(info_bf(&mut c), [1, 1, 0, 144]);
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "a", "x"]), 1);
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "a", "x"]), 0);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD a x"), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD a x"), 0);
     assert_eq!(info_bf(&mut c), [1, 1, 1, 144]);
 
     // A growing filter: 10, 20, 40, 80 capacity → 16 + 32 + 72 + 160 bytes.
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "g", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE g 0.01 10"), "OK");
     fill(&mut c, "g", "g", 71);
     let (g_bytes, g_layers) = debug_bytes_layers(&mut c, "g");
     assert_eq!((g_bytes, g_layers), (16 + 32 + 72 + 160, 4));
@@ -1254,26 +1164,23 @@ pub fn info_section(bin: &str) {
     let mut want = [4, 7, 76, 144 + g_bytes + 144 + i_bytes];
     assert_eq!(info_bf(&mut c), want);
     // Refused commands change nothing.
-    let _ = qerr(&mut c, &["BF.RESERVE", "a", "0.01", "100"]);
-    let _ = qerr(&mut c, &["BF.INSERT", "n", "NOCREATE", "ITEMS", "a"]);
+    let _ = qerr(&mut c, "BF.RESERVE a 0.01 100");
+    let _ = qerr(&mut c, "BF.INSERT n NOCREATE ITEMS a");
     assert_eq!(info_bf(&mut c), want);
 
     // COPY, RESTORE, LOADCHUNK each add a filter.
-    assert_eq!(q::<i64>(&mut c, &["COPY", "g", "g2"]), 1);
+    assert_eq!(q::<i64>(&mut c, "COPY g g2"), 1);
     want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
     assert_eq!(info_bf(&mut c), want);
-    let payload: Vec<u8> = q(&mut c, &["DUMP", "g"]);
-    let _: () = redis::cmd("RESTORE")
-        .arg("g3")
-        .arg(0)
+    let payload: Vec<u8> = q(&mut c, "DUMP g");
+    let _: () = crate::common::cmd("RESTORE g3 0")
         .arg(payload.as_slice())
         .query(&mut c)
         .unwrap();
     want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
     assert_eq!(info_bf(&mut c), want);
     for (iter, data) in scandump(&mut c, b"g") {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("g4")
+        let _: () = crate::common::cmd("BF.LOADCHUNK g4")
             .arg(iter)
             .arg(data.as_slice())
             .query(&mut c)
@@ -1283,9 +1190,7 @@ pub fn info_section(bin: &str) {
     assert_eq!(info_bf(&mut c), want);
 
     // RESTORE REPLACE over a filter: the old one is freed.
-    let _: () = redis::cmd("RESTORE")
-        .arg("g3")
-        .arg(0)
+    let _: () = crate::common::cmd("RESTORE g3 0")
         .arg(payload.as_slice())
         .arg("REPLACE")
         .query(&mut c)
@@ -1293,28 +1198,28 @@ pub fn info_section(bin: &str) {
     assert_eq!(info_bf(&mut c), want);
 
     // DEBUG RELOAD: same totals (the old values may be freed in the background: valkey).
-    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    let _: () = q(&mut c, "DEBUG RELOAD");
     wait_info(&mut c, want);
 
     // DEL, UNLINK, overwrite by SET, RENAME over a filter.
-    assert_eq!(q::<i64>(&mut c, &["DEL", "g2"]), 1);
+    assert_eq!(q::<i64>(&mut c, "DEL g2"), 1);
     want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
     wait_info(&mut c, want);
-    assert_eq!(q::<i64>(&mut c, &["UNLINK", "g3"]), 1);
+    assert_eq!(q::<i64>(&mut c, "UNLINK g3"), 1);
     want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
     wait_info(&mut c, want);
-    let _: () = q(&mut c, &["SET", "g4", "string now"]);
+    let _: () = q(&mut c, r#"SET g4 "string now""#);
     want = [want[0] - 1, want[1] - 4, want[2] - 71, want[3] - g_bytes];
     wait_info(&mut c, want);
-    let _: () = q(&mut c, &["RENAME", "m", "a"]);
+    let _: () = q(&mut c, "RENAME m a");
     want = [want[0] - 1, want[1] - 1, want[2] - 1, want[3] - 144];
     wait_info(&mut c, want);
     assert_eq!(want, [3, 6, 75, 144 + g_bytes + 1984]);
 
     // FLUSHALL.
-    let _: () = q(&mut c, &["FLUSHALL"]);
+    let _: () = q(&mut c, "FLUSHALL");
     wait_info(&mut c, [0, 0, 0, 0]);
-    let _: () = q(&mut c, &["DEBUG", "RELOAD"]);
+    let _: () = q(&mut c, "DEBUG RELOAD");
     assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
 }
 
@@ -1435,7 +1340,7 @@ const META: [Meta; 11] = [
 ];
 
 fn acl_bloom_supported(c: &mut Connection) -> Option<Vec<String>> {
-    cmd(&["ACL", "CAT", "bloom"]).query::<Vec<String>>(c).ok()
+    cmd("ACL CAT bloom").query::<Vec<String>>(c).ok()
 }
 
 /// COMMAND INFO / DOCS / GETKEYS / GETKEYSANDFLAGS / LIST for every BF command, and the
@@ -1444,12 +1349,12 @@ pub fn command_metadata(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
     let bloom_category = acl_bloom_supported(&mut c).is_some();
-    let listed: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"]);
+    let listed: Vec<String> = q(&mut c, "COMMAND LIST FILTERBY MODULE bf");
     assert_eq!(lower_set(&listed), str_set(&ALL_COMMANDS));
     assert_eq!(listed.len(), 11);
 
     for m in &META {
-        let v: Value = q(&mut c, &["COMMAND", "INFO", m.name]);
+        let v: Value = q(&mut c, ["COMMAND", "INFO", m.name]);
         let outer = items(&v);
         assert_eq!(outer.len(), 1, "{}: {v:?}", m.name);
         let info = items(&outer[0]);
@@ -1493,7 +1398,7 @@ pub fn command_metadata(bin: &str) {
         assert_eq!(text(&info[9]), "[]", "{} subcommands", m.name);
 
         // COMMAND DOCS.
-        let v: Value = q(&mut c, &["COMMAND", "DOCS", m.name]);
+        let v: Value = q(&mut c, ["COMMAND", "DOCS", m.name]);
         let outer = items(&v);
         assert_eq!(outer.len(), 2, "{}: {v:?}", m.name);
         assert_eq!(
@@ -1575,87 +1480,61 @@ pub fn acl(bin: &str) {
         Some(list) => {
             assert_eq!(lower_set(&list), str_set(&ALL_COMMANDS));
             assert_eq!(list.len(), 11);
-            let read: Vec<String> = q(&mut c, &["ACL", "CAT", "read"]);
+            let read: Vec<String> = q(&mut c, "ACL CAT read");
             assert_eq!(bf_only(&read), str_set(&READ_COMMANDS));
-            let write: Vec<String> = q(&mut c, &["ACL", "CAT", "write"]);
+            let write: Vec<String> = q(&mut c, "ACL CAT write");
             assert_eq!(bf_only(&write), str_set(&WRITE_COMMANDS));
 
-            let _: () = q(
-                &mut c,
-                &["ACL", "SETUSER", "u", "on", "nopass", "+@bloom", "~*"],
-            );
+            let _: () = q(&mut c, "ACL SETUSER u on nopass +@bloom ~*");
             let mut u = s.conn_as("u");
-            assert_eq!(q::<i64>(&mut u, &["BF.ADD", "k", "a"]), 1);
-            assert_eq!(q::<i64>(&mut u, &["BF.EXISTS", "k", "a"]), 1);
-            assert_eq!(
-                q::<String>(&mut u, &["BF.RESERVE", "r", "0.01", "10"]),
-                "OK"
-            );
-            assert_eq!(q::<i64>(&mut u, &["BF.CARD", "k"]), 1);
+            assert_eq!(q::<i64>(&mut u, "BF.ADD k a"), 1);
+            assert_eq!(q::<i64>(&mut u, "BF.EXISTS k a"), 1);
+            assert_eq!(q::<String>(&mut u, "BF.RESERVE r 0.01 10"), "OK");
+            assert_eq!(q::<i64>(&mut u, "BF.CARD k"), 1);
             for args in [&["GET", "k"][..], &["SET", "x", "1"], &["DEL", "k"]] {
                 let e = qerr(&mut u, args);
                 assert!(e.starts_with("NOPERM"), "{args:?} as u: {e}");
             }
 
-            let _: () = q(
-                &mut c,
-                &["ACL", "SETUSER", "r", "on", "nopass", "+@read", "~*"],
-            );
+            let _: () = q(&mut c, "ACL SETUSER r on nopass +@read ~*");
             let mut r = s.conn_as("r");
-            assert_eq!(q::<i64>(&mut r, &["BF.EXISTS", "k", "a"]), 1);
-            assert_eq!(q::<i64>(&mut r, &["BF.CARD", "k"]), 1);
-            let e = qerr(&mut r, &["BF.ADD", "k", "b"]);
+            assert_eq!(q::<i64>(&mut r, "BF.EXISTS k a"), 1);
+            assert_eq!(q::<i64>(&mut r, "BF.CARD k"), 1);
+            let e = qerr(&mut r, "BF.ADD k b");
             assert!(e.starts_with("NOPERM"), "BF.ADD as r: {e}");
 
-            let _: () = q(
-                &mut c,
-                &["ACL", "SETUSER", "w", "on", "nopass", "+@write", "~*"],
-            );
+            let _: () = q(&mut c, "ACL SETUSER w on nopass +@write ~*");
             let mut w = s.conn_as("w");
-            assert_eq!(q::<i64>(&mut w, &["BF.ADD", "k", "b"]), 1);
-            let e = qerr(&mut w, &["BF.EXISTS", "k", "a"]);
+            assert_eq!(q::<i64>(&mut w, "BF.ADD k b"), 1);
+            let e = qerr(&mut w, "BF.EXISTS k a");
             assert!(e.starts_with("NOPERM"), "BF.EXISTS as w: {e}");
 
-            let _: () = q(
-                &mut c,
-                &[
-                    "ACL", "SETUSER", "nb", "on", "nopass", "+@all", "-@bloom", "~*",
-                ],
-            );
+            let _: () = q(&mut c, "ACL SETUSER nb on nopass +@all -@bloom ~*");
             let mut nb = s.conn_as("nb");
-            let e = qerr(&mut nb, &["BF.EXISTS", "k", "a"]);
+            let e = qerr(&mut nb, "BF.EXISTS k a");
             assert!(e.starts_with("NOPERM"), "BF.EXISTS as nb: {e}");
             assert_eq!(q::<Option<String>>(&mut nb, &["GET", "nothing"]), None);
         }
         None => {
             println!("{bin}: no ACL category `bloom` (server too old); checking the module works");
-            let modules: Value = q(&mut c, &["MODULE", "LIST"]);
+            let modules: Value = q(&mut c, "MODULE LIST");
             assert!(
                 text(&modules).contains("[name,bf,"),
                 "MODULE LIST: {modules:?}"
             );
-            assert_eq!(q::<i64>(&mut c, &["BF.ADD", "k", "a"]), 1);
-            assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", "k", "a"]), 1);
+            assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
+            assert_eq!(q::<i64>(&mut c, "BF.EXISTS k a"), 1);
         }
     }
 
     // Per-command rules and key patterns work on every server (key specs).
     let _: () = q(
         &mut c,
-        &[
-            "ACL",
-            "SETUSER",
-            "e",
-            "on",
-            "nopass",
-            "+bf.add",
-            "+bf.exists",
-            "~allowed*",
-        ],
+        "ACL SETUSER e on nopass +bf.add +bf.exists ~allowed*",
     );
     let mut e = s.conn_as("e");
-    assert_eq!(q::<i64>(&mut e, &["BF.ADD", "allowed1", "a"]), 1);
-    assert_eq!(q::<i64>(&mut e, &["BF.EXISTS", "allowed1", "a"]), 1);
+    assert_eq!(q::<i64>(&mut e, "BF.ADD allowed1 a"), 1);
+    assert_eq!(q::<i64>(&mut e, "BF.EXISTS allowed1 a"), 1);
     for args in [
         &["BF.ADD", "other", "a"][..],
         &["BF.EXISTS", "other", "a"],
@@ -1666,12 +1545,9 @@ pub fn acl(bin: &str) {
         assert!(err.starts_with("NOPERM"), "{args:?} as e: {err}");
     }
     // Read-only key pattern: reads allowed, writes refused.
-    let _: () = q(
-        &mut c,
-        &["ACL", "SETUSER", "ro", "on", "nopass", "+@all", "%R~*"],
-    );
+    let _: () = q(&mut c, "ACL SETUSER ro on nopass +@all %R~*");
     let mut ro = s.conn_as("ro");
-    assert_eq!(q::<i64>(&mut ro, &["BF.EXISTS", "allowed1", "a"]), 1);
+    assert_eq!(q::<i64>(&mut ro, "BF.EXISTS allowed1 a"), 1);
     assert_eq!(
         q::<Vec<String>>(&mut ro, &["BF.DEBUG", "allowed1"]).len(),
         2
@@ -1693,60 +1569,57 @@ pub fn acl(bin: &str) {
 pub fn generic_key_commands(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(
-        q::<String>(&mut c, &["BF.RESERVE", "k", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut c, "BF.RESERVE k 0.01 10"), "OK");
     fill(&mut c, "k", "k", 15);
     let k_debug = debug(&mut c, "k");
-    assert_eq!(q::<String>(&mut c, &["TYPE", "k"]), "MBbloom--");
-    assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "k"]), "raw");
+    assert_eq!(q::<String>(&mut c, "TYPE k"), "MBbloom--");
+    assert_eq!(q::<String>(&mut c, "OBJECT ENCODING k"), "raw");
     let size = bf_info(&mut c, "k")[1].1.unwrap();
     assert_eq!(size, 32 + 64 + 16 + 64 + 32);
-    let usage: i64 = q(&mut c, &["MEMORY", "USAGE", "k"]);
+    let usage: i64 = q(&mut c, "MEMORY USAGE k");
     assert!(usage >= size, "MEMORY USAGE {usage} < BF.INFO Size {size}");
     assert!(usage < size + 1024, "MEMORY USAGE {usage} vs Size {size}");
 
     // RENAME.
-    let _: () = q(&mut c, &["RENAME", "k", "k2"]);
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 0);
-    assert_eq!(qerr(&mut c, &["BF.INFO", "k"]), "ERR not found");
+    let _: () = q(&mut c, "RENAME k k2");
+    assert_eq!(q::<i64>(&mut c, "EXISTS k"), 0);
+    assert_eq!(qerr(&mut c, "BF.INFO k"), "ERR not found");
     assert_eq!(debug(&mut c, "k2"), k_debug);
     assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
-    assert_eq!(q::<i64>(&mut c, &["RENAMENX", "k2", "k3"]), 1);
+    assert_eq!(q::<i64>(&mut c, "RENAMENX k2 k3"), 1);
     assert_eq!(debug(&mut c, "k3"), k_debug);
 
     // MOVE.
-    assert_eq!(q::<i64>(&mut c, &["MOVE", "k3", "1"]), 1);
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", "k3"]), 0);
+    assert_eq!(q::<i64>(&mut c, "MOVE k3 1"), 1);
+    assert_eq!(q::<i64>(&mut c, "EXISTS k3"), 0);
     let mut c1 = s.conn();
-    let _: () = q(&mut c1, &["SELECT", "1"]);
+    let _: () = q(&mut c1, "SELECT 1");
     assert_eq!(debug(&mut c1, "k3"), k_debug);
-    assert_eq!(q::<i64>(&mut c1, &["BF.EXISTS", "k3", "k0"]), 1);
+    assert_eq!(q::<i64>(&mut c1, "BF.EXISTS k3 k0"), 1);
     assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
     // SWAPDB brings it back to db 0.
-    let _: () = q(&mut c, &["SWAPDB", "0", "1"]);
+    let _: () = q(&mut c, "SWAPDB 0 1");
     assert_eq!(debug(&mut c, "k3"), k_debug);
 
     // EXPIRE / TTL / PERSIST, then expiry frees the filter.
-    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "k3", "100"]), 1);
-    let ttl: i64 = q(&mut c, &["TTL", "k3"]);
+    assert_eq!(q::<i64>(&mut c, "EXPIRE k3 100"), 1);
+    let ttl: i64 = q(&mut c, "TTL k3");
     assert!((1..=100).contains(&ttl), "TTL {ttl}");
-    assert_eq!(q::<i64>(&mut c, &["PERSIST", "k3"]), 1);
-    assert_eq!(q::<i64>(&mut c, &["TTL", "k3"]), -1);
-    assert_eq!(q::<i64>(&mut c, &["PEXPIRE", "k3", "50"]), 1);
+    assert_eq!(q::<i64>(&mut c, "PERSIST k3"), 1);
+    assert_eq!(q::<i64>(&mut c, "TTL k3"), -1);
+    assert_eq!(q::<i64>(&mut c, "PEXPIRE k3 50"), 1);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while q::<i64>(&mut c, &["EXISTS", "k3"]) == 1 {
+    while q::<i64>(&mut c, "EXISTS k3") == 1 {
         assert!(Instant::now() < deadline, "k3 never expired");
         std::thread::sleep(Duration::from_millis(20));
     }
     wait_info(&mut c, [0, 0, 0, 0]);
-    assert_eq!(q::<i64>(&mut c, &["BF.CARD", "k3"]), 0);
+    assert_eq!(q::<i64>(&mut c, "BF.CARD k3"), 0);
 
     // UNLINK.
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "u", "a"]), 1);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD u a"), 1);
     assert_eq!(info_bf(&mut c), [1, 1, 1, 144]);
-    assert_eq!(q::<i64>(&mut c, &["UNLINK", "u"]), 1);
+    assert_eq!(q::<i64>(&mut c, "UNLINK u"), 1);
     wait_info(&mut c, [0, 0, 0, 0]);
 
     // FLUSHALL ASYNC over many filters in two databases.
@@ -1760,13 +1633,13 @@ pub fn generic_key_commands(bin: &str) {
     }
     let (b, _) = debug_bytes_layers(&mut c, "f0");
     assert_eq!(info_bf(&mut c), [200, 200, 0, 200 * b]);
-    let _: () = q(&mut c, &["FLUSHALL", "ASYNC"]);
-    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0);
-    assert_eq!(q::<i64>(&mut c1, &["DBSIZE"]), 0);
+    let _: () = q(&mut c, "FLUSHALL ASYNC");
+    assert_eq!(q::<i64>(&mut c, "DBSIZE"), 0);
+    assert_eq!(q::<i64>(&mut c1, "DBSIZE"), 0);
     wait_info(&mut c, [0, 0, 0, 0]);
     // FLUSHDB ASYNC too.
-    assert_eq!(q::<i64>(&mut c, &["BF.ADD", "again", "a"]), 1);
-    let _: () = q(&mut c, &["FLUSHDB", "ASYNC"]);
+    assert_eq!(q::<i64>(&mut c, "BF.ADD again a"), 1);
+    let _: () = q(&mut c, "FLUSHDB ASYNC");
     wait_info(&mut c, [0, 0, 0, 0]);
 }
 
@@ -1829,10 +1702,10 @@ pub fn replication(bin: &str) {
     let r = Srv::start(bin, &["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"], &[]);
     let mut pc = p.conn();
     let mut rc = r.conn();
-    let _: () = q(&mut rc, &["REPLICAOF", "127.0.0.1", &p.port.to_string()]);
+    let _: () = q(&mut rc, ["REPLICAOF", "127.0.0.1", &p.port.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let info: String = q(&mut rc, &["INFO", "replication"]);
+        let info: String = q(&mut rc, "INFO replication");
         if info.contains("master_link_status:up") {
             break;
         }
@@ -1847,12 +1720,12 @@ pub fn replication(bin: &str) {
     ] {
         assert_eq!(q::<String>(&mut pc, &["CONFIG", "SET", k, v]), "OK");
     }
-    assert_eq!(q::<i64>(&mut pc, &["BF.ADD", "k", "a"]), 1);
-    assert_eq!(q::<i64>(&mut pc, &["BF.ADD", "k", "a"]), 0);
+    assert_eq!(q::<i64>(&mut pc, "BF.ADD k a"), 1);
+    assert_eq!(q::<i64>(&mut pc, "BF.ADD k a"), 0);
     assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:1\r\n:1\r\n");
     assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:0\r\n:0\r\n");
     assert_eq!(
-        q::<String>(&mut pc, &["CONFIG", "SET", "bf.expansion-factor", "0"]),
+        q::<String>(&mut pc, "CONFIG SET bf.expansion-factor 0"),
         "OK"
     );
     assert_eq!(p.raw(&["BF.INSERT", "n", "ITEMS", "z"]), "*1\r\n:1\r\n");
@@ -1860,12 +1733,9 @@ pub fn replication(bin: &str) {
         p.raw(&["BF.INSERT", "c", "CAPACITY", "1000", "ITEMS", "z"]),
         "*1\r\n:1\r\n"
     );
-    assert_eq!(
-        q::<String>(&mut pc, &["BF.RESERVE", "g", "0.01", "10"]),
-        "OK"
-    );
+    assert_eq!(q::<String>(&mut pc, "BF.RESERVE g 0.01 10"), "OK");
     let grown = fill(&mut pc, "g", "g", 25);
-    assert_eq!(q::<i64>(&mut pc, &["WAIT", "1", "10000"]), 1);
+    assert_eq!(q::<i64>(&mut pc, "WAIT 1 10000"), 1);
 
     for key in ["k", "m", "n", "c", "g"] {
         assert_eq!(debug(&mut rc, key), debug(&mut pc, key), "replica {key}");

@@ -28,7 +28,10 @@ pub fn seed_from_env(name: &str) -> u64 {
 
 /// One field of `INFO <section>` (empty when absent).
 pub fn info_field(con: &mut impl ConnectionLike, section: &str, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    let info: String = crate::common::cmd("INFO")
+        .arg(section)
+        .query(con)
+        .expect("INFO");
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .unwrap_or("")
@@ -53,7 +56,7 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 /// Replays a SCANDUMP walk with BF.LOADCHUNK into `key`.
 pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u8>)]) {
     for (iter, data) in dump {
-        let _: () = redis::cmd("BF.LOADCHUNK")
+        let _: () = crate::common::cmd("BF.LOADCHUNK")
             .arg(key)
             .arg(*iter)
             .arg(data.as_slice())
@@ -71,7 +74,7 @@ fn missing(
 ) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for group in items.chunks(batch) {
-        let answers: Vec<i64> = redis::cmd("BF.MEXISTS")
+        let answers: Vec<i64> = crate::common::cmd("BF.MEXISTS")
             .arg(key)
             .arg(group)
             .query(con)
