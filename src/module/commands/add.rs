@@ -7,10 +7,12 @@ use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::config;
-use crate::module::memory::new_array_budget;
-use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::memory::{abort_diverging, budget_for};
+use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
-use redis_module::{Context, NotifyEvent, RedisString};
+use redis_module::{raw, Context, NotifyEvent, RedisString};
+use std::ffi::CStr;
+use std::os::raw::c_long;
 
 /// How a missing key is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,6 +57,7 @@ pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
         &args[2..],
         Creation::defaults(),
         Shape::Single,
+        "BF.ADD",
     )
 }
 
@@ -69,6 +72,7 @@ pub fn bf_madd(ctx: &Context, args: &[RedisString]) -> Reply {
         &args[2..],
         Creation::defaults(),
         Shape::Array,
+        "BF.MADD",
     )
 }
 
@@ -130,19 +134,55 @@ pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
     let raw: Vec<&[u8]> = args[2..].iter().map(|a| a.as_slice()).collect();
     match parse_insert(&raw) {
         Ok((creation, first)) => {
-            add_items(ctx, &args[1], &args[2 + first..], creation, Shape::Array)
+            add_items(
+                ctx,
+                &args[1],
+                &args[2 + first..],
+                creation,
+                Shape::Array,
+                "BF.INSERT",
+            )
         }
         Err(e) => e,
     }
 }
 
-/// The add loop shared by BF.ADD, BF.MADD and BF.INSERT.
+/// Items hashed at a time by the add loop: bounds the transient memory of a batch of any
+/// length (16 bytes of hash per item) while keeping the look-ahead of `Chain::add_many`.
+const HASH_BATCH: usize = 1024;
+
+/// One bit per item of a batch: which items were added.
+struct ItemSet(Vec<u64>);
+
+impl ItemSet {
+    fn new(n: usize) -> ItemSet {
+        ItemSet(vec![0; n.div_ceil(64)])
+    }
+    fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn contains(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+}
+
+/// The bytes a new layer of `chain` may take: the next layer's size is known, so the memory
+/// numbers are read only for a large layer (see `memory::budget_for`).
+fn growth_budget(ctx: &Context, chain: &crate::bloom::Chain) -> u64 {
+    let needed = chain.next_layer_params().map_or(0, |p| p.bytes);
+    budget_for(ctx, chain.bit_array_bytes(), needed)
+}
+
+/// The add loop shared by BF.ADD, BF.MADD and BF.INSERT (`command` names it for the log).
+/// Array replies are streamed item by item, so a batch of a million items holds no reply
+/// values, and items are hashed [`HASH_BATCH`] at a time.
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
     items: &[RedisString],
     creation: Creation,
     shape: Shape,
+    command: &str,
 ) -> Reply {
     let key = ctx.open_key_writable(key_name);
     let created = match lookup_mut(&key) {
@@ -155,10 +195,14 @@ fn add_items(
             if let Err(e) = create_filter(
                 ctx,
                 &key,
-                creation.capacity,
-                creation.error,
-                creation.expansion,
-                creation.nonscaling,
+                key_name.as_slice(),
+                command,
+                (
+                    creation.capacity,
+                    creation.error,
+                    creation.expansion,
+                    creation.nonscaling,
+                ),
             ) {
                 return e;
             }
@@ -169,76 +213,159 @@ fn add_items(
         return Reply::Error(WRONGTYPE);
     };
     let before = Footprint::of(chain);
-    let hashes: Vec<_> = items.iter().map(|i| chain.hash(i.as_slice())).collect();
-    let mut replies = Vec::with_capacity(items.len());
-    let mut added: Vec<&RedisString> = Vec::new();
-    chain.add_many(
-        &hashes,
-        |c| new_array_budget(ctx, c.bit_array_bytes()),
-        |i, r| {
-            replies.push(match r {
-                Ok(AddOutcome::Added) => {
-                    added.push(&items[i]);
-                    Reply::Bool(true)
+    let stream = shape == Shape::Array;
+    if stream {
+        // SAFETY: live context of the running command; the length is set below, after exactly
+        // `sent` elements.
+        unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(
+                ctx.get_raw(),
+                raw::REDISMODULE_POSTPONED_LEN as c_long,
+            );
+        }
+    }
+    let mut added = ItemSet::new(items.len());
+    let mut added_count = 0usize;
+    let mut sent = 0usize;
+    let mut single = Reply::Bool(false);
+    let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
+    for (b, batch) in items.chunks(HASH_BATCH).enumerate() {
+        hashes.clear();
+        hashes.extend(batch.iter().map(|i| chain.hash(i.as_slice())));
+        let (mut full, mut cannot_grow) = (false, false);
+        chain.add_many(
+            &hashes,
+            |c| growth_budget(ctx, c),
+            |i, r| {
+                let reply = match r {
+                    Ok(AddOutcome::Added) => {
+                        added.insert(b * HASH_BATCH + i);
+                        added_count += 1;
+                        Reply::Bool(true)
+                    }
+                    Ok(AddOutcome::Exists) => Reply::Bool(false),
+                    Err(AddError::Full) => {
+                        full = true;
+                        Reply::Error("ERR non scaling filter is full")
+                    }
+                    Err(AddError::CannotGrow) => {
+                        cannot_grow = true;
+                        Reply::Error("ERR problem inserting into filter")
+                    }
+                };
+                if stream {
+                    send(ctx, &reply);
+                    sent += 1;
+                } else {
+                    single = reply;
                 }
-                Ok(AddOutcome::Exists) => Reply::Bool(false),
-                Err(AddError::Full) => Reply::Error("ERR non scaling filter is full"),
-                Err(AddError::CannotGrow) => Reply::Error("ERR problem inserting into filter"),
-            })
-        },
-    );
+            },
+        );
+        // A growth refused while no budget applied (a replicated or loaded write) is an
+        // allocation failure unless the chain cannot grow at all (counter at its maximum, or
+        // a next layer that sizes to nothing): abort rather than diverge.
+        if cannot_grow && chain.size < u64::MAX {
+            if let Ok(p) = chain.next_layer_params() {
+                abort_diverging(ctx, command, key_name.as_slice(), p.bytes);
+            }
+        }
+        if full {
+            break;
+        }
+    }
+    if stream {
+        // SAFETY: closes the postponed array opened above with the number of elements sent.
+        unsafe { raw::RedisModule_ReplySetArrayLength.unwrap()(ctx.get_raw(), sent as c_long) };
+    }
     stats::filter_changed(before, chain);
     // Replicas and the AOF get exactly the items that were added (DECISIONS.md D5): items that
     // were already present change nothing, and items refused here (a full filter, a growth
     // over a memory limit) must not be added by a replica or a replay that is not limited.
-    // Starting from the same state, the same items give the same bits.
+    // Starting from the same state, the same items give the same bits. The replicated command
+    // shares the client's argument strings (no copy of the items).
+    let added_items = || {
+        items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| added.contains(*i))
+            .map(|(_, s)| s.inner)
+    };
     if created {
         // A new filter always takes its first item; the fallback only keeps the command valid.
-        let all: Vec<&RedisString> = items.iter().collect();
-        let replicated = if added.is_empty() { &all } else { &added };
+        let replicated: Vec<_> = if added_count == 0 {
+            items.iter().map(|s| s.inner).collect()
+        } else {
+            added_items().collect()
+        };
         replicate_as_insert(ctx, key_name, &creation, replicated);
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", key_name);
-    } else if added.len() == items.len() {
+    } else if added_count == items.len() {
         ctx.replicate_verbatim();
-    } else if !added.is_empty() {
-        let mut argv: Vec<&[u8]> = vec![key_name.as_slice()];
-        argv.extend(added.iter().map(|i| i.as_slice()));
-        ctx.replicate("BF.MADD", argv.as_slice());
+    } else if added_count > 0 {
+        let argv: Vec<_> = std::iter::once(key_name.inner)
+            .chain(added_items())
+            .collect();
+        replicate_strings(ctx, c"BF.MADD", &argv);
     }
-    if !added.is_empty() {
+    if added_count > 0 {
         ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", key_name);
     }
     match shape {
-        Shape::Single => replies.pop().unwrap_or(Reply::Bool(false)),
-        Shape::Array => Reply::Array(replies),
+        Shape::Single => single,
+        Shape::Array => Reply::Sent,
+    }
+}
+
+/// Replicates `command argv…`, sharing the given strings (Redis takes a reference to each,
+/// copying none).
+fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
+    // SAFETY: live context; format "v" takes a (RedisModuleString **, size_t) pair, and every
+    // pointer is a live string of this command (its arguments, or strings created on `ctx`
+    // that outlive the call); Redis increments their reference counts.
+    unsafe {
+        raw::RedisModule_Replicate.unwrap()(
+            ctx.get_raw(),
+            command.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
     }
 }
 
 /// Replicates an implicit creation as an explicit
 /// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
-/// replicas and AOF replays do not depend on their own defaults.
-fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[&RedisString]) {
-    let capacity = c.capacity.to_string();
+/// replicas and AOF replays do not depend on their own defaults. `items` are the client's
+/// argument strings, shared rather than copied.
+fn replicate_as_insert(
+    ctx: &Context,
+    key: &RedisString,
+    c: &Creation,
+    items: Vec<*mut raw::RedisModuleString>,
+) {
     // `{}` prints the shortest text that parses back to the same f64.
-    let error = format!("{}", c.error);
-    let expansion = c.expansion.to_string();
-    let mut argv: Vec<&[u8]> = vec![
-        key.as_slice(),
-        b"CAPACITY",
-        capacity.as_bytes(),
-        b"ERROR",
-        error.as_bytes(),
-    ];
-    // The expansion is stored even for non-scaling filters (it is in the header and RDB value),
-    // so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
-    argv.push(b"EXPANSION");
-    argv.push(expansion.as_bytes());
+    let mut options: Vec<RedisString> = [
+        "CAPACITY".to_string(),
+        c.capacity.to_string(),
+        "ERROR".to_string(),
+        format!("{}", c.error),
+        // The expansion is stored even for non-scaling filters (it is in the header and RDB
+        // value), so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
+        "EXPANSION".to_string(),
+        c.expansion.to_string(),
+    ]
+    .into_iter()
+    .map(|s| ctx.create_string(s))
+    .collect();
     if c.nonscaling {
-        argv.push(b"NONSCALING");
+        options.push(ctx.create_string("NONSCALING"));
     }
-    argv.push(b"ITEMS");
-    argv.extend(items.iter().map(|i| i.as_slice()));
-    ctx.replicate("BF.INSERT", argv.as_slice());
+    options.push(ctx.create_string("ITEMS"));
+    let mut argv = Vec::with_capacity(1 + options.len() + items.len());
+    argv.push(key.inner);
+    argv.extend(options.iter().map(|s| s.inner));
+    argv.extend(items);
+    replicate_strings(ctx, c"BF.INSERT", &argv);
 }
 
 #[cfg(test)]
