@@ -76,19 +76,37 @@ pub fn bf_madd(ctx: &Context, args: &[RedisString]) -> Reply {
     )
 }
 
+/// An argument as bytes: BF.INSERT's options are parsed in place, without a vector of all
+/// arguments (a batch of a million items would need 16 MB for it).
+trait Arg {
+    fn bytes(&self) -> &[u8];
+}
+
+impl Arg for RedisString {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Arg for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Parses BF.INSERT's options (everything between the key and the first ITEMS, keywords
 /// matched as whole words in any order and case). Returns the creation parameters and the
 /// index (into `args`, which excludes the command name and key) of the first item.
-fn parse_insert(args: &[&[u8]]) -> Result<(Creation, usize), Reply> {
+fn parse_insert<A: Arg>(args: &[A]) -> Result<(Creation, usize), Reply> {
     let mut c = Creation::defaults();
     let mut i = 0;
     let mut expansion: i64 = i64::from(c.expansion);
     let mut capacity: i64 = c.capacity as i64;
     loop {
-        let Some(tok) = args.get(i) else {
+        let Some(tok) = args.get(i).map(Arg::bytes) else {
             return Err(Reply::WrongArity);
         };
-        let value = args.get(i + 1);
+        let value = args.get(i + 1).map(Arg::bytes);
         if is_keyword(tok, "ITEMS") {
             i += 1;
             break;
@@ -131,8 +149,7 @@ pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
     if args.len() < 4 {
         return Reply::WrongArity;
     }
-    let raw: Vec<&[u8]> = args[2..].iter().map(|a| a.as_slice()).collect();
-    match parse_insert(&raw) {
+    match parse_insert(&args[2..]) {
         Ok((creation, first)) => {
             add_items(
                 ctx,
