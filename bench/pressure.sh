@@ -2,9 +2,9 @@
 # Small filters and transient memory (issue 11, items 5 and 6). For each SERVER:MODULE pair
 # given (default: this tree's release build on redis-server), starts the server on a free port
 # in a temp dir and prints:
-#   - BF.ADD / BF.RESERVE on new keys (default parameters) against BF.ADD on one existing key,
-#     pipelined (redis-benchmark -P 16, __rand_int__ keys), the ratio measured in the same run,
-#     rounds interleaved, medians;
+#   - BF.ADD / BF.RESERVE on new keys (default parameters) against BF.ADD of new items on one
+#     existing key, REQUESTS commands each sent with `redis-cli --pipe` (distinct keys: no
+#     collisions), the ratio measured in the same run, rounds interleaved, medians;
 #   - memory per filter: used_memory / filters after 400 000 BF.ADD on new keys;
 #   - SAVE, DEBUG RELOAD and FLUSHALL (sync) of 500 000 small filters, in ms;
 #   - peak RSS (VmHWM, reset before each command) of BF.MADD of 1 000 000 items on an existing
@@ -12,7 +12,7 @@
 #     layers, and peak RSS of BF.ADD of one 300 MiB item on a missing key.
 #
 # Usage: bench/pressure.sh [SERVER:MODULE ...]
-# Env:   REQUESTS=n (per redis-benchmark run, default 200000)  ROUNDS=n (default 3)
+# Env:   REQUESTS=n (commands per rate run, default 200000)  ROUNDS=n (default 3)
 #        LD_LIBRARY_PATH as the server binary needs (redis-stack's needs libssl 1.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,26 @@ if [ $# -eq 0 ]; then
   cargo build --release --quiet
   set -- "redis-server:$PWD/target/release/libredis_bf.so"
 fi
+
+# Command files (RESP), distinct keys in every round so "new" keys are always new.
+CMDS=$(mktemp -d /tmp/redis-bf-pressure-cmds.XXXXXX)
+trap 'rm -rf "$CMDS"' EXIT
+python3 - "$CMDS" "$REQUESTS" "$ROUNDS" <<'EOF'
+import sys
+out, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def cmd(*a):
+    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+for r in range(1, rounds + 1):
+    with open(f"{out}/add_old.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"existing", b"i:%d:%d" % (r, i)) for i in range(n)))
+    with open(f"{out}/add_new.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"u:%d:%d" % (r, i), b"item") for i in range(n)))
+    with open(f"{out}/res_new.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.RESERVE", b"r:%d:%d" % (r, i), b"0.01", b"100") for i in range(n)))
+for name, count in (("f", 400_000), ("p", 500_000)):
+    with open(f"{out}/{name}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"%s:%d" % (name.encode(), i), b"x") for i in range(count)))
+EOF
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
@@ -41,17 +61,22 @@ run_one() {
   hwm() { awk '/VmHWM/ {print $2*1024}' "/proc/$pid/status"; }
   rss() { awk '/VmRSS/ {print $2*1024}' "/proc/$pid/status"; }
   ms() { python3 -c 'import time; print(int(time.time()*1000))'; }
-  bench() { redis-benchmark -p "$port" -q --csv -n "$REQUESTS" -P 16 -r 1000000000 "$@" | tail -1 | cut -d, -f2 | tr -d '"'; }
+  # ops/s of sending a file of commands with redis-cli --pipe (C, pipelined, waits for all
+  # replies).
+  pipe_rate() {
+    local t0 t1
+    t0=$(ms); cli --pipe <"$1" >/dev/null; t1=$(ms)
+    echo $((REQUESTS * 1000 / (t1 - t0)))
+  }
 
   echo "== $server + $(basename "$module")"
-  cli bf.reserve existing 0.01 100000000 >/dev/null
-  local add_new=() res_new=() add_old=()
-  for _ in $(seq "$ROUNDS"); do
+  local add_new=() res_new=() add_old=() round
+  for round in $(seq "$ROUNDS"); do
     cli flushall >/dev/null
     cli bf.reserve existing 0.01 100000000 >/dev/null
-    add_old+=("$(bench BF.ADD existing __rand_int__)")
-    add_new+=("$(bench BF.ADD u:__rand_int__ item)")
-    res_new+=("$(bench BF.RESERVE r:__rand_int__ 0.01 100)")
+    add_old+=("$(pipe_rate "$CMDS/add_old.$round")")
+    add_new+=("$(pipe_rate "$CMDS/add_new.$round")")
+    res_new+=("$(pipe_rate "$CMDS/res_new.$round")")
   done
   local a o r
   a=$(printf '%s\n' "${add_new[@]}" | median)
@@ -66,7 +91,7 @@ run_one() {
   cli flushall >/dev/null
   local base used n
   base=$(mem used_memory)
-  redis-benchmark -p "$port" -q -n 400000 -P 64 -r 1000000000000 BF.ADD f:__rand_int__ x >/dev/null
+  cli --pipe <"$CMDS/f" >/dev/null
   used=$(mem used_memory)
   n=$(cli dbsize)
   awk -v b="$base" -v u="$used" -v n="$n" 'BEGIN {
@@ -74,8 +99,7 @@ run_one() {
 
   # Persistence of 500 000 small filters.
   cli flushall >/dev/null
-  redis-benchmark -p "$port" -q -n 500000 -P 64 -r 1000000000000 BF.ADD p:__rand_int__ x >/dev/null
-  redis-benchmark -p "$port" -q -n 500000 -P 64 -r 1000000000000 BF.ADD p:__rand_int__ x >/dev/null
+  cli --pipe <"$CMDS/p" >/dev/null
   local t0 t1 t2 t3 filters
   filters=$(cli dbsize)
   t0=$(ms); cli save >/dev/null; t1=$(ms)
@@ -128,7 +152,7 @@ send(["BF.INSERT", "ins", "CAPACITY", 1000, "ITEMS"] + items)
 time.sleep(0.3)
 layers = send(["BF.INFO", "ins", "FILTERS"])
 print("BF.INSERT growing to %s layers: peak used_memory +%.0f MiB (filter %.0f MiB)" % (
-    layers.split(b"\r\n")[1].decode(), (info("used_memory_peak") - base) / 2**20,
+    layers.split(b"\r\n")[1].decode().lstrip(":"), (info("used_memory_peak") - base) / 2**20,
     int(send(["BF.INFO", "ins", "SIZE"]).split(b"\r\n")[1][1:]) / 2**20))
 del items
 send(["DEL", "ins", "k"]); send(["MEMORY", "PURGE"])
