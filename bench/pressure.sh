@@ -12,12 +12,14 @@
 #     layers, and peak RSS of BF.ADD of one 300 MiB item on a missing key.
 #
 # Usage: bench/pressure.sh [SERVER:MODULE ...]
-# Env:   REQUESTS=n (commands per rate run, default 200000)  ROUNDS=n (default 3)
+# Env:   PARTS=transient,rates,filters,persist (the default: all, in this order)
+#        REQUESTS=n (commands per rate run, default 200000)  ROUNDS=n (default 3)
 #        LD_LIBRARY_PATH as the server binary needs (redis-stack's needs libssl 1.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REQUESTS=${REQUESTS:-200000}
 ROUNDS=${ROUNDS:-3}
+PARTS=${PARTS:-transient,rates,filters,persist}
 if [ $# -eq 0 ]; then
   cargo build --release --quiet
   set -- "redis-server:$PWD/target/release/libredis_bf.so"
@@ -42,6 +44,8 @@ for name, count in (("f", 400_000), ("p", 500_000)):
     with open(f"{out}/{name}", "wb") as f:
         f.write(b"".join(cmd(b"BF.ADD", b"%s:%d" % (name.encode(), i), b"x") for i in range(count)))
 EOF
+
+want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
@@ -70,44 +74,8 @@ run_one() {
   }
 
   echo "== $server + $(basename "$module")"
-  local add_new=() res_new=() add_old=() round
-  for round in $(seq "$ROUNDS"); do
-    cli flushall >/dev/null
-    cli bf.reserve existing 0.01 100000000 >/dev/null
-    add_old+=("$(pipe_rate "$CMDS/add_old.$round")")
-    add_new+=("$(pipe_rate "$CMDS/add_new.$round")")
-    res_new+=("$(pipe_rate "$CMDS/res_new.$round")")
-  done
-  local a o r
-  a=$(printf '%s\n' "${add_new[@]}" | median)
-  r=$(printf '%s\n' "${res_new[@]}" | median)
-  o=$(printf '%s\n' "${add_old[@]}" | median)
-  awk -v a="$a" -v r="$r" -v o="$o" 'BEGIN {
-    printf "BF.ADD existing key       %9.0f ops/s\n", o
-    printf "BF.ADD new key            %9.0f ops/s  %.2fx of BF.ADD existing\n", a, a/o
-    printf "BF.RESERVE new key        %9.0f ops/s  %.2fx of BF.ADD existing\n", r, r/o }'
-
-  # Memory per filter.
-  cli flushall >/dev/null
-  local base used n
-  base=$(mem used_memory)
-  cli --pipe <"$CMDS/f" >/dev/null
-  used=$(mem used_memory)
-  n=$(cli dbsize)
-  awk -v b="$base" -v u="$used" -v n="$n" 'BEGIN {
-    printf "%d filters: used_memory +%.1f MB, %.1f bytes a filter\n", n, (u-b)/1e6, (u-b)/n }'
-
-  # Persistence of 500 000 small filters.
-  cli flushall >/dev/null
-  cli --pipe <"$CMDS/p" >/dev/null
-  local t0 t1 t2 t3 filters
-  filters=$(cli dbsize)
-  t0=$(ms); cli save >/dev/null; t1=$(ms)
-  cli debug reload >/dev/null; t2=$(ms)
-  cli flushall >/dev/null; t3=$(ms)
-  echo "$filters filters: SAVE $((t1 - t0)) ms, DEBUG RELOAD $((t2 - t1)) ms, FLUSHALL $((t3 - t2)) ms"
-
-  # Transient memory.
+  # Transient memory, first, on a fresh server (used_memory_peak is never reset).
+  if want transient; then
   cli bf.reserve k 0.01 2000000 >/dev/null
   cli memory purge >/dev/null
   python3 - "$port" "$pid" <<'EOF'
@@ -138,14 +106,9 @@ def info(field):
             return int(l.split(":")[1])
 def reset():
     open(f"/proc/{pid}/clear_refs", "w").write("5")
-items = [b"item:%d" % i for i in range(1_000_000)]
-send(["MEMORY", "PURGE"]); before = status("VmRSS"); reset()
-send(["BF.MADD", "k"] + items)
-print("BF.MADD 1 000 000 items: peak RSS +%.0f MiB" % ((status("VmHWM") - before) / 2**20))
-del items
 # BF.INSERT growing ten layers: capacity 1000, expansion 2, 1 023 000 items; peak used_memory
-# as the server samples it (CONFIG RESETSTAT resets the peak; the cron samples every 100 ms).
-send(["MEMORY", "PURGE"]); send(["CONFIG", "RESETSTAT"]); time.sleep(0.3)
+# as the server records it after each command (never reset: measured first).
+time.sleep(0.3)
 base = info("used_memory")
 items = [b"ins:%d" % i for i in range(1_023_000)]
 send(["BF.INSERT", "ins", "CAPACITY", 1000, "ITEMS"] + items)
@@ -155,12 +118,63 @@ print("BF.INSERT growing to %s layers: peak used_memory +%.0f MiB (filter %.0f M
     layers.split(b"\r\n")[1].decode().lstrip(":"), (info("used_memory_peak") - base) / 2**20,
     int(send(["BF.INFO", "ins", "SIZE"]).split(b"\r\n")[1][1:]) / 2**20))
 del items
+send(["DEL", "ins"]); send(["MEMORY", "PURGE"])
+items = [b"item:%d" % i for i in range(1_000_000)]
+send(["MEMORY", "PURGE"]); before = status("VmRSS"); reset()
+send(["BF.MADD", "k"] + items)
+print("BF.MADD 1 000 000 items: peak RSS +%.0f MiB" % ((status("VmHWM") - before) / 2**20))
+del items
 send(["DEL", "ins", "k"]); send(["MEMORY", "PURGE"])
 item = b"x" * (300 << 20)
 before = status("VmRSS"); reset()
 send(["BF.ADD", "big", item])
 print("BF.ADD one 300 MiB item, missing key: peak RSS +%.0f MiB" % ((status("VmHWM") - before) / 2**20))
 EOF
+  fi
+
+  if want rates; then
+  local add_new=() res_new=() add_old=() round
+  for round in $(seq "$ROUNDS"); do
+    cli flushall >/dev/null
+    cli bf.reserve existing 0.01 100000000 >/dev/null
+    add_old+=("$(pipe_rate "$CMDS/add_old.$round")")
+    add_new+=("$(pipe_rate "$CMDS/add_new.$round")")
+    res_new+=("$(pipe_rate "$CMDS/res_new.$round")")
+  done
+  local a o r
+  a=$(printf '%s\n' "${add_new[@]}" | median)
+  r=$(printf '%s\n' "${res_new[@]}" | median)
+  o=$(printf '%s\n' "${add_old[@]}" | median)
+  awk -v a="$a" -v r="$r" -v o="$o" 'BEGIN {
+    printf "BF.ADD existing key       %9.0f ops/s\n", o
+    printf "BF.ADD new key            %9.0f ops/s  %.2fx of BF.ADD existing\n", a, a/o
+    printf "BF.RESERVE new key        %9.0f ops/s  %.2fx of BF.ADD existing\n", r, r/o }'
+  fi
+
+  # Memory per filter.
+  if want filters; then
+  cli flushall >/dev/null
+  local base used n
+  base=$(mem used_memory)
+  cli --pipe <"$CMDS/f" >/dev/null
+  used=$(mem used_memory)
+  n=$(cli dbsize)
+  awk -v b="$base" -v u="$used" -v n="$n" 'BEGIN {
+    printf "%d filters: used_memory +%.1f MB, %.1f bytes a filter\n", n, (u-b)/1e6, (u-b)/n }'
+  fi
+
+  # Persistence of 500 000 small filters.
+  if want persist; then
+  cli flushall >/dev/null
+  cli --pipe <"$CMDS/p" >/dev/null
+  local t0 t1 t2 t3 filters
+  filters=$(cli dbsize)
+  t0=$(ms); cli save >/dev/null; t1=$(ms)
+  cli debug reload >/dev/null; t2=$(ms)
+  cli flushall >/dev/null; t3=$(ms)
+  echo "$filters filters: SAVE $((t1 - t0)) ms, DEBUG RELOAD $((t2 - t1)) ms, FLUSHALL $((t3 - t2)) ms"
+  fi
+
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   rm -rf "$dir"

@@ -11,8 +11,8 @@ use crate::module::memory::{abort_diverging, budget_for};
 use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use std::ffi::CStr;
-use std::os::raw::c_long;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_long, c_longlong};
 
 /// How a missing key is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -353,36 +353,66 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
 /// Replicates an implicit creation as an explicit
 /// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
 /// replicas and AOF replays do not depend on their own defaults. `items` are the client's
-/// argument strings, shared rather than copied.
+/// argument strings, shared rather than copied; the options are passed as C strings and
+/// integers, which Redis turns into strings itself.
 fn replicate_as_insert(
     ctx: &Context,
     key: &RedisString,
     c: &Creation,
     items: Vec<*mut raw::RedisModuleString>,
 ) {
-    // `{}` prints the shortest text that parses back to the same f64.
-    let mut options: Vec<RedisString> = [
-        "CAPACITY".to_string(),
-        c.capacity.to_string(),
-        "ERROR".to_string(),
-        format!("{}", c.error),
-        // The expansion is stored even for non-scaling filters (it is in the header and RDB
-        // value), so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
-        "EXPANSION".to_string(),
-        c.expansion.to_string(),
-    ]
-    .into_iter()
-    .map(|s| ctx.create_string(s))
-    .collect();
-    if c.nonscaling {
-        options.push(ctx.create_string("NONSCALING"));
+    // `{}` prints the shortest text that parses back to the same f64 (never with a NUL).
+    let error = CString::new(format!("{}", c.error)).unwrap_or_default();
+    // The expansion is stored even for non-scaling filters (it is in the header and RDB
+    // value), so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
+    let (format, nonscaling) = if c.nonscaling {
+        (c"sclccclccv", c"NONSCALING")
+    } else {
+        (c"sclccclcv", c"")
+    };
+    let capacity = c.capacity.min(i64::MAX as u64) as c_longlong;
+    let expansion = c_longlong::from(c.expansion);
+    // SAFETY: live context; the format's specifiers match the arguments one by one: s = the
+    // key (a live string of this command), c = NUL-terminated strings that outlive the call,
+    // l = long long, v = (RedisModuleString **, size_t) over live argument strings. With the
+    // short format the NONSCALING string is not read.
+    unsafe {
+        let replicate = raw::RedisModule_Replicate.unwrap();
+        if c.nonscaling {
+            replicate(
+                ctx.get_raw(),
+                c"BF.INSERT".as_ptr(),
+                format.as_ptr(),
+                key.inner,
+                c"CAPACITY".as_ptr(),
+                capacity,
+                c"ERROR".as_ptr(),
+                error.as_ptr(),
+                c"EXPANSION".as_ptr(),
+                expansion,
+                nonscaling.as_ptr(),
+                c"ITEMS".as_ptr(),
+                items.as_ptr(),
+                items.len(),
+            );
+        } else {
+            replicate(
+                ctx.get_raw(),
+                c"BF.INSERT".as_ptr(),
+                format.as_ptr(),
+                key.inner,
+                c"CAPACITY".as_ptr(),
+                capacity,
+                c"ERROR".as_ptr(),
+                error.as_ptr(),
+                c"EXPANSION".as_ptr(),
+                expansion,
+                c"ITEMS".as_ptr(),
+                items.as_ptr(),
+                items.len(),
+            );
+        }
     }
-    options.push(ctx.create_string("ITEMS"));
-    let mut argv = Vec::with_capacity(1 + options.len() + items.len());
-    argv.push(key.inner);
-    argv.extend(options.iter().map(|s| s.inner));
-    argv.extend(items);
-    replicate_strings(ctx, c"BF.INSERT", &argv);
 }
 
 #[cfg(test)]
