@@ -79,7 +79,12 @@ fn full_cache(policy: &str) -> (Server, Connection, u64) {
 
 #[test]
 fn eviction_policies_treat_new_filters_as_writes() {
-    for policy in ["allkeys-lru", "allkeys-lfu", "volatile-lru", "allkeys-random"] {
+    for policy in [
+        "allkeys-lru",
+        "allkeys-lfu",
+        "volatile-lru",
+        "allkeys-random",
+    ] {
         let (_s, mut con, max) = full_cache(policy);
         // 1000 new keys by BF.ADD, pipelined: every one is created (Redis evicts strings).
         let mut p = redis::pipe();
@@ -88,7 +93,11 @@ fn eviction_policies_treat_new_filters_as_writes() {
         }
         let replies: Vec<Value> = p.query(&mut con).unwrap();
         let ok = replies.iter().filter(|v| is_one(v)).count();
-        assert_eq!(ok, 1000, "{policy}: new-key BF.ADD refused: {:?}", replies[0]);
+        assert_eq!(
+            ok, 1000,
+            "{policy}: new-key BF.ADD refused: {:?}",
+            replies[0]
+        );
         // A 2.6 MB filter (large: the exact budget is read) and BF.INSERT on a new key.
         let r: String = redis::cmd("BF.RESERVE")
             .arg("big")
@@ -128,11 +137,7 @@ fn eviction_policies_treat_new_filters_as_writes() {
             .arg("FILTERS")
             .query(&mut con)
             .unwrap();
-        assert_eq!(
-            r,
-            vec![Value::Int(1); 20],
-            "{policy}: growth refused"
-        );
+        assert_eq!(r, vec![Value::Int(1); 20], "{policy}: growth refused");
         assert_eq!(layers, vec![2], "{policy}");
         // What can never fit is still refused: an array larger than maxmemory itself.
         let e = error_text(
@@ -145,7 +150,10 @@ fn eviction_policies_treat_new_filters_as_writes() {
         assert!(e.contains(NO_MEMORY), "{policy}: {e}");
         let evicted = info_field(&mut con, "stats", "evicted_keys");
         assert!(evicted > 0, "{policy}: nothing evicted");
-        assert!(used_memory(&mut con) < max + (4 << 20), "{policy}: over limit");
+        assert!(
+            used_memory(&mut con) < max + (4 << 20),
+            "{policy}: over limit"
+        );
     }
 }
 

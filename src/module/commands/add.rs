@@ -150,16 +150,14 @@ pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::WrongArity;
     }
     match parse_insert(&args[2..]) {
-        Ok((creation, first)) => {
-            add_items(
-                ctx,
-                &args[1],
-                &args[2 + first..],
-                creation,
-                Shape::Array,
-                "BF.INSERT",
-            )
-        }
+        Ok((creation, first)) => add_items(
+            ctx,
+            &args[1],
+            &args[2 + first..],
+            creation,
+            Shape::Array,
+            "BF.INSERT",
+        ),
         Err(e) => e,
     }
 }

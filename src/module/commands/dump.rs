@@ -63,7 +63,12 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
                 Ok(c) => c,
                 Err(e) => {
                     if e == ChunkError::OutOfMemory {
-                        abort_diverging(ctx, "BF.LOADCHUNK", args[1].as_slice(), header_bytes(data));
+                        abort_diverging(
+                            ctx,
+                            "BF.LOADCHUNK",
+                            args[1].as_slice(),
+                            header_bytes(data),
+                        );
                     }
                     return chunk_error(e);
                 }
