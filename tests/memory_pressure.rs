@@ -407,3 +407,41 @@ fn a_million_item_madd_holds_no_per_item_copies() {
         peak >> 20
     );
 }
+
+/// Bytes the server process has read through system calls so far (`rchar` of /proc/PID/io):
+/// sockets and files alike.
+fn bytes_read(pid: u64) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn creating_small_filters_reads_no_memory_statistics() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let pid = info_field(&mut con, "server", "process_id");
+    let mut p = redis::pipe();
+    for i in 0..1000 {
+        p.cmd("BF.ADD").arg(format!("user:{i}")).arg("item");
+        p.cmd("BF.RESERVE")
+            .arg(format!("r:{i}"))
+            .arg(0.01)
+            .arg(1000);
+    }
+    let before = bytes_read(pid);
+    let replies: Vec<Value> = p.query(&mut con).unwrap();
+    let read = bytes_read(pid) - before;
+    assert_eq!(replies.len(), 2000);
+    assert!(replies.iter().all(|v| !matches!(v, Value::ServerError(_))));
+    // The commands themselves are about 60 KB; one /proc/meminfo read per creation (1.5 KB
+    // each) made it more than 3 MB.
+    assert!(
+        read < 500_000,
+        "the server read {read} bytes for 2000 creations"
+    );
+}
