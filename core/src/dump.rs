@@ -21,6 +21,9 @@ pub enum ChunkError {
     NoLink,
     /// The chunk runs past the end of its layer (`ERR invalid chunk - Too big for current filter`).
     TooBig,
+    /// A valid header whose bit arrays are over the memory budget or cannot be allocated
+    /// (`ERR Insufficient memory to create filter`).
+    OutOfMemory,
 }
 
 /// Encodes the header of `chain`: 20 + 53 × layers bytes (§7.2).
@@ -75,8 +78,8 @@ impl Fields<'_> {
 /// (exact length, layer count > 0, per-layer integrity, option mask, Σ layer sizes = chain
 /// size) before allocating anything. The bit arrays together may be at most `max_bytes`.
 ///
-/// Errors: [`ChunkError::BadData`] for any violation, an allocation failure or a total over
-/// `max_bytes`.
+/// Errors: [`ChunkError::BadData`] for any violation; [`ChunkError::OutOfMemory`] for a valid
+/// header whose arrays total more than `max_bytes` or cannot be allocated.
 pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
     if data.len() < HEADER_FIXED_BYTES {
         return Err(ChunkError::BadData);
@@ -123,15 +126,18 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
         total_bytes = total_bytes.checked_add(bytes).ok_or(ChunkError::BadData)?;
         shapes.push((params, layer_size));
     }
-    if total_size != size || total_bytes > max_bytes {
+    if total_size != size {
         return Err(ChunkError::BadData);
+    }
+    if total_bytes > max_bytes {
+        return Err(ChunkError::OutOfMemory);
     }
     let mut layers = Vec::with_capacity(shapes.len());
     for (params, layer_size) in shapes {
         layers.push(Layer::from_parts(
             params,
             layer_size,
-            try_zeroed(params.bytes).map_err(|_| ChunkError::BadData)?,
+            try_zeroed(params.bytes).map_err(|_| ChunkError::OutOfMemory)?,
         ));
     }
     Ok(Chain {
@@ -251,7 +257,7 @@ mod tests {
         let mut bad = h.clone();
         bad[0] ^= 1;
         assert_eq!(decode_header(&bad, u64::MAX), Err(ChunkError::BadData));
-        assert_eq!(decode_header(&h, 8), Err(ChunkError::BadData));
+        assert_eq!(decode_header(&h, 8), Err(ChunkError::OutOfMemory));
         assert!(decode_header(&h, 24).is_ok());
     }
 

@@ -1,37 +1,152 @@
-//! Limits for new bit arrays (DECISIONS.md D3): a new filter or layer must not push
-//! `used_memory` past `maxmemory`, nor take more than the memory the machine has available
-//! (a bit array is zeroed when allocated, so an allocation the kernel over-commits would
-//! otherwise end with the OOM killer instead of an error), nor make one filter larger than
-//! `bf.max-filter-bytes`.
+//! Limits for new bit arrays, and what replicated writes do when memory truly runs out.
+//!
+//! A new filter or layer is a write like any other. Under an eviction policy Redis evicts
+//! keys before a write runs (and again after it), so only what can never fit is refused: an
+//! array larger than `maxmemory` itself (less the filter's existing arrays), larger than 15/16
+//! of the memory the machine has available (a guard so that an over-committed allocation never
+//! ends with the OOM killer), or making one filter larger than `bf.max-filter-bytes`. Under
+//! `noeviction` an array that would push the memory Redis' eviction counts (`used_memory −
+//! mem_not_counted_for_evict`: replica output and AOF buffers are not counted) past `maxmemory`
+//! is refused too.
+//!
+//! Looking at the memory numbers costs an `INFO memory` and a read of `/proc/meminfo`, far more
+//! than creating a small filter, so arrays below [`SMALL_ARRAY_BYTES`] skip it: they are
+//! admitted as any small write is, by Redis' own out-of-memory check before the command runs
+//! (commands are flagged `deny-oom`). The one case where a small array may still cross the
+//! limit — `noeviction` with less than a quarter of `maxmemory` left, which the context flags
+//! tell for free — is checked exactly.
+//!
+//! Replicated commands and loads (AOF, `DEBUG LOADAOF`) are never limited: a replica or a replay
+//! must build what the primary built. When even that cannot be allocated, [`abort_diverging`]
+//! stops the server as Redis stops on its own out-of-memory, instead of acknowledging a write
+//! it did not apply.
 
 use super::config;
 use redis_module::{raw, Context, ContextFlags};
 use std::ffi::CStr;
 
-/// Bytes a new bit array may take now for a filter already holding `existing_bytes` of bit
-/// arrays, on a primary serving a client: the smallest of `maxmemory − used_memory` (when
-/// maxmemory is set), 15/16 of the machine's available memory (`MemAvailable` of
-/// `/proc/meminfo`; elsewhere `total_system_memory − used_memory`) and
-/// `bf.max-filter-bytes − existing_bytes` (when set). Unlimited (`u64::MAX`) for replicated
-/// commands and while loading, so replicas and AOF replays build exactly what the primary built.
+/// Arrays strictly smaller than this many bytes are admitted without reading the memory
+/// numbers (see the module doc): 64 KiB, small against any usable `maxmemory` and against a
+/// quarter of it, so skipping the check never lets a `noeviction` server cross its limit.
+pub const SMALL_ARRAY_BYTES: u64 = 64 * 1024;
+
+/// True for writes that must be applied whatever the memory limits: commands from the
+/// primary and commands replayed while loading.
+fn must_apply(flags: &ContextFlags) -> bool {
+    flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
+/// The cheap budget: `Ok(bytes)` when it is final (unlimited for replicated writes and loads,
+/// or the exact budget when it had to be read anyway), `Err(bytes)` when it only says that
+/// arrays of at most `bytes` may be allocated and a larger one needs [`new_array_budget`].
+fn quick_budget(ctx: &Context, existing_bytes: u64) -> Result<u64, u64> {
+    let flags = ctx.get_flags();
+    if must_apply(&flags) {
+        return Ok(u64::MAX);
+    }
+    let noeviction_near_limit = flags.contains(ContextFlags::MAXMEMORY)
+        && !flags.contains(ContextFlags::EVICTED)
+        && flags.intersects(ContextFlags::OOM | ContextFlags::OOM_WARNING);
+    if noeviction_near_limit {
+        return Ok(exact_budget(ctx, &flags, existing_bytes));
+    }
+    Err(config::max_filter_bytes()
+        .saturating_sub(existing_bytes)
+        .min(SMALL_ARRAY_BYTES - 1))
+}
+
+/// Bytes a new bit array may take now, for a filter already holding `existing_bytes` of bit
+/// arrays: unlimited (`u64::MAX`) for replicated commands and loads; otherwise the smallest of
+/// - `bf.max-filter-bytes − existing_bytes` (when set),
+/// - 15/16 of `MemAvailable` from `/proc/meminfo` (elsewhere `total_system_memory −
+///   used_memory`),
+/// - when `maxmemory` is set: `maxmemory − existing_bytes` under an eviction policy, and
+///   `maxmemory − (used_memory − mem_not_counted_for_evict)` under `noeviction`.
+///
+/// Reads `INFO memory` and `/proc/meminfo`: use [`budget_for`] or [`with_budget`], which skip
+/// that for small arrays.
 pub fn new_array_budget(ctx: &Context, existing_bytes: u64) -> u64 {
     let flags = ctx.get_flags();
-    if flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING) {
+    if must_apply(&flags) {
         return u64::MAX;
     }
-    let [used, total_system_memory, maxmemory] =
-        memory_info(ctx, &[c"used_memory", c"total_system_memory", c"maxmemory"]);
+    exact_budget(ctx, &flags, existing_bytes)
+}
+
+fn exact_budget(ctx: &Context, flags: &ContextFlags, existing_bytes: u64) -> u64 {
+    let [used, not_counted, total_system_memory, maxmemory] = memory_info(
+        ctx,
+        &[
+            c"used_memory",
+            c"mem_not_counted_for_evict",
+            c"total_system_memory",
+            c"maxmemory",
+        ],
+    );
     let available = mem_available().unwrap_or(match total_system_memory {
         0 => u64::MAX,
         total => total.saturating_sub(used),
     });
-    let maxmemory = match maxmemory {
-        0 => u64::MAX,
-        max => max.saturating_sub(used),
+    let maxmemory = if maxmemory == 0 || !flags.contains(ContextFlags::MAXMEMORY) {
+        u64::MAX
+    } else if flags.contains(ContextFlags::EVICTED) {
+        maxmemory.saturating_sub(existing_bytes)
+    } else {
+        maxmemory.saturating_sub(used.saturating_sub(not_counted))
     };
     maxmemory
         .min(available - available / 16)
         .min(config::max_filter_bytes().saturating_sub(existing_bytes))
+}
+
+/// The budget to compare a new array of `needed` bytes with, for a filter holding
+/// `existing_bytes`: as [`new_array_budget`], but the memory numbers are read only when the
+/// array is not small (or the server is near a `noeviction` limit).
+pub fn budget_for(ctx: &Context, existing_bytes: u64, needed: u64) -> u64 {
+    match quick_budget(ctx, existing_bytes) {
+        Ok(b) => b,
+        Err(small) if needed <= small => small,
+        Err(_) => new_array_budget(ctx, existing_bytes),
+    }
+}
+
+/// Runs `attempt` with a budget (as [`new_array_budget`]) when the array's size is known only
+/// inside `attempt`: first with the cheap budget, and once more with the exact one when the
+/// cheap one was not final and `attempt` failed with an error for which `refused` is true
+/// (a refusal happens before anything is allocated, so the first attempt costs little).
+pub fn with_budget<T, E>(
+    ctx: &Context,
+    existing_bytes: u64,
+    refused: impl Fn(&E) -> bool,
+    mut attempt: impl FnMut(u64) -> Result<T, E>,
+) -> Result<T, E> {
+    match quick_budget(ctx, existing_bytes) {
+        Ok(b) => attempt(b),
+        Err(small) => match attempt(small) {
+            Err(e) if refused(&e) => attempt(new_array_budget(ctx, existing_bytes)),
+            r => r,
+        },
+    }
+}
+
+/// For a write that must be applied (a command from the primary, or one replayed from the
+/// AOF) but could not allocate `bytes`: logs a warning naming the command and key, and aborts
+/// the server, as Redis aborts when its own allocator runs out. Answering an error instead
+/// would leave this server acknowledging a write it did not apply: a replica would stay "in
+/// sync" with missing items and, once promoted, answer false negatives.
+///
+/// Returns (doing nothing) for any other write, whose caller then replies with its error.
+pub fn abort_diverging(ctx: &Context, command: &str, key: &[u8], bytes: u64) {
+    if !must_apply(&ctx.get_flags()) {
+        return;
+    }
+    ctx.log_warning(&format!(
+        "bf: out of memory: cannot allocate {bytes} bytes to apply a replicated or loaded \
+         {command} on key '{}'; aborting the server rather than diverging from the primary \
+         (give this server as much memory as its primary)",
+        String::from_utf8_lossy(key)
+    ));
+    std::process::abort();
 }
 
 /// Unsigned fields of the `memory` INFO section (0 when absent), read without creating any

@@ -26,7 +26,6 @@
 //! in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use (for testing
 //! servers whose clocks disagree; unset in production).
 
-use crate::bloom::dump::ChunkError;
 use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window, WindowAdd};
 use crate::bloom::AddError;
@@ -711,11 +710,11 @@ pub fn loadchunk(
     data: &[u8],
 ) -> Option<Reply> {
     let r = if let Some(w) = get_mut(key) {
-        window::apply_chunk(w, iter, data).map_err(chunk_error)
+        window::apply_chunk(w, iter, data).map_err(crate::module::commands::dump::chunk_error)
     } else if key.is_empty() && iter == 1 && window::is_window_header(data) {
         match window::decode_header(data, new_array_budget(ctx, 0)) {
             Ok(w) => store(key, w, "ERR received bad data"),
-            Err(e) => Err(chunk_error(e)),
+            Err(e) => Err(crate::module::commands::dump::chunk_error(e)),
         }
     } else {
         return None;
@@ -727,14 +726,6 @@ pub fn loadchunk(
             Reply::Simple("OK")
         }
         Err(e) => e,
-    })
-}
-
-fn chunk_error(e: ChunkError) -> Reply {
-    Reply::Error(match e {
-        ChunkError::BadData => "ERR received bad data",
-        ChunkError::NoLink => "ERR invalid offset - no link found",
-        ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
     })
 }
 

@@ -7,11 +7,12 @@ use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::config;
-use crate::module::memory::new_array_budget;
-use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::memory::{abort_diverging, budget_for};
+use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_long, c_longlong};
 
 /// How a missing key is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,7 +60,10 @@ pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
         if let Lookup::Found(chain) = lookup_mut(&key) {
             let before = Footprint::of(chain);
             let h = chain.hash(args[2].as_slice());
-            let r = chain.add_hashed_with(&h, |c| new_array_budget(ctx, c.bit_array_bytes()));
+            let r = chain.add_hashed_with(&h, |c| growth_budget(ctx, c));
+            if r == Err(AddError::CannotGrow) {
+                abort_if_growth_failed(ctx, chain, "BF.ADD", &args[1]);
+            }
             stats::filter_changed(before, chain);
             return match r {
                 Ok(AddOutcome::Added) => {
@@ -78,7 +82,25 @@ pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
         &args[2..],
         Creation::defaults(),
         Shape::Single,
+        "BF.ADD",
     )
+}
+
+/// A growth refused while no budget applied (a replicated or loaded write) is an allocation
+/// failure unless the chain cannot grow at all (counter at its maximum, or a next layer that
+/// sizes to nothing): abort rather than diverge (see [`abort_diverging`]). Returns for any
+/// other write.
+fn abort_if_growth_failed(
+    ctx: &Context,
+    chain: &crate::bloom::Chain,
+    command: &str,
+    key: &RedisString,
+) {
+    if chain.size < u64::MAX {
+        if let Ok(p) = chain.next_layer_params() {
+            abort_diverging(ctx, command, key.as_slice(), p.bytes);
+        }
+    }
 }
 
 /// The error reply of a refused add.
@@ -117,22 +139,41 @@ pub fn bf_madd(ctx: &Context, args: &[RedisString]) -> Reply {
         &args[2..],
         Creation::defaults(),
         Shape::Array,
+        "BF.MADD",
     )
+}
+
+/// An argument as bytes: BF.INSERT's options are parsed in place, without a vector of all
+/// arguments (a batch of a million items would need 16 MB for it).
+trait Arg {
+    fn bytes(&self) -> &[u8];
+}
+
+impl Arg for RedisString {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Arg for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
 }
 
 /// Parses BF.INSERT's options (everything between the key and the first ITEMS, keywords
 /// matched as whole words in any order and case). Returns the creation parameters and the
 /// index (into `args`, which excludes the command name and key) of the first item.
-fn parse_insert(args: &[&[u8]]) -> Result<(Creation, usize), Reply> {
+fn parse_insert<A: Arg>(args: &[A]) -> Result<(Creation, usize), Reply> {
     let mut c = Creation::defaults();
     let mut i = 0;
     let mut expansion: i64 = i64::from(c.expansion);
     let mut capacity: i64 = c.capacity as i64;
     loop {
-        let Some(tok) = args.get(i) else {
+        let Some(tok) = args.get(i).map(Arg::bytes) else {
             return Err(Reply::WrongArity);
         };
-        let value = args.get(i + 1);
+        let value = args.get(i + 1).map(Arg::bytes);
         if is_keyword(tok, "ITEMS") {
             i += 1;
             break;
@@ -178,22 +219,55 @@ pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
     if args.len() < 4 {
         return Reply::WrongArity;
     }
-    let raw: Vec<&[u8]> = args[2..].iter().map(|a| a.as_slice()).collect();
-    match parse_insert(&raw) {
-        Ok((creation, first)) => {
-            add_items(ctx, &args[1], &args[2 + first..], creation, Shape::Array)
-        }
+    match parse_insert(&args[2..]) {
+        Ok((creation, first)) => add_items(
+            ctx,
+            &args[1],
+            &args[2 + first..],
+            creation,
+            Shape::Array,
+            "BF.INSERT",
+        ),
         Err(e) => e,
     }
 }
 
-/// The add loop shared by BF.ADD, BF.MADD and BF.INSERT.
+/// Items hashed at a time by the add loop: bounds the transient memory of a batch of any
+/// length (16 bytes of hash per item) while keeping the look-ahead of `Chain::add_many`.
+const HASH_BATCH: usize = 1024;
+
+/// One bit per item of a batch: which items were added.
+struct ItemSet(Vec<u64>);
+
+impl ItemSet {
+    fn new(n: usize) -> ItemSet {
+        ItemSet(vec![0; n.div_ceil(64)])
+    }
+    fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn contains(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+}
+
+/// The bytes a new layer of `chain` may take: the next layer's size is known, so the memory
+/// numbers are read only for a large layer (see `memory::budget_for`).
+fn growth_budget(ctx: &Context, chain: &crate::bloom::Chain) -> u64 {
+    let needed = chain.next_layer_params().map_or(0, |p| p.bytes);
+    budget_for(ctx, chain.bit_array_bytes(), needed)
+}
+
+/// The add loop shared by BF.ADD, BF.MADD and BF.INSERT (`command` names it for the log).
+/// Array replies are streamed item by item, so a batch of a million items holds no reply
+/// values, and items are hashed [`HASH_BATCH`] at a time.
 fn add_items(
     ctx: &Context,
     key_name: &RedisString,
     items: &[RedisString],
     creation: Creation,
     shape: Shape,
+    command: &str,
 ) -> Reply {
     let key = ctx.open_key_writable(key_name);
     let created = match lookup_mut(&key) {
@@ -210,10 +284,14 @@ fn add_items(
             if let Err(e) = create_filter(
                 ctx,
                 &key,
-                creation.capacity,
-                creation.error,
-                creation.expansion,
-                creation.nonscaling,
+                key_name.as_slice(),
+                command,
+                (
+                    creation.capacity,
+                    creation.error,
+                    creation.expansion,
+                    creation.nonscaling,
+                ),
             ) {
                 return e;
             }
@@ -224,75 +302,184 @@ fn add_items(
         return Reply::Error(WRONGTYPE);
     };
     let before = Footprint::of(chain);
-    let hashes: Vec<_> = items.iter().map(|i| chain.hash(i.as_slice())).collect();
-    let mut replies = Vec::with_capacity(items.len());
-    let mut added: Vec<&RedisString> = Vec::new();
-    chain.add_many(
-        &hashes,
-        |c| new_array_budget(ctx, c.bit_array_bytes()),
-        |i, r| {
-            replies.push(match r {
-                Ok(AddOutcome::Added) => {
-                    added.push(&items[i]);
-                    Reply::Bool(true)
+    let stream = shape == Shape::Array;
+    if stream {
+        // SAFETY: live context of the running command; the length is set below, after exactly
+        // `sent` elements.
+        unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(
+                ctx.get_raw(),
+                raw::REDISMODULE_POSTPONED_LEN as c_long,
+            );
+        }
+    }
+    let mut added = ItemSet::new(items.len());
+    let mut added_count = 0usize;
+    let mut sent = 0usize;
+    let mut single = Reply::Bool(false);
+    let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
+    for (b, batch) in items.chunks(HASH_BATCH).enumerate() {
+        hashes.clear();
+        hashes.extend(batch.iter().map(|i| chain.hash(i.as_slice())));
+        let (mut full, mut cannot_grow) = (false, false);
+        chain.add_many(
+            &hashes,
+            |c| growth_budget(ctx, c),
+            |i, r| {
+                let reply = match r {
+                    Ok(AddOutcome::Added) => {
+                        added.insert(b * HASH_BATCH + i);
+                        added_count += 1;
+                        Reply::Bool(true)
+                    }
+                    Ok(AddOutcome::Exists) => Reply::Bool(false),
+                    Err(AddError::Full) => {
+                        full = true;
+                        Reply::Error("ERR non scaling filter is full")
+                    }
+                    Err(AddError::CannotGrow) => {
+                        cannot_grow = true;
+                        Reply::Error("ERR problem inserting into filter")
+                    }
+                };
+                if stream {
+                    send(ctx, &reply);
+                    sent += 1;
+                } else {
+                    single = reply;
                 }
-                Ok(AddOutcome::Exists) => Reply::Bool(false),
-                Err(e) => add_error(e),
-            })
-        },
-    );
+            },
+        );
+        if cannot_grow {
+            abort_if_growth_failed(ctx, chain, command, key_name);
+        }
+        if full {
+            break;
+        }
+    }
+    if stream {
+        // SAFETY: closes the postponed array opened above with the number of elements sent.
+        unsafe { raw::RedisModule_ReplySetArrayLength.unwrap()(ctx.get_raw(), sent as c_long) };
+    }
     stats::filter_changed(before, chain);
     // Replicas and the AOF get exactly the items that were added (DECISIONS.md D5): items that
     // were already present change nothing, and items refused here (a full filter, a growth
     // over a memory limit) must not be added by a replica or a replay that is not limited.
-    // Starting from the same state, the same items give the same bits.
+    // Starting from the same state, the same items give the same bits. The replicated command
+    // shares the client's argument strings (no copy of the items).
+    let added_items = || {
+        items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| added.contains(*i))
+            .map(|(_, s)| s.inner)
+    };
     if created {
         // A new filter always takes its first item; the fallback only keeps the command valid.
-        let all: Vec<&RedisString> = items.iter().collect();
-        let replicated = if added.is_empty() { &all } else { &added };
+        let replicated: Vec<_> = if added_count == 0 {
+            items.iter().map(|s| s.inner).collect()
+        } else {
+            added_items().collect()
+        };
         replicate_as_insert(ctx, key_name, &creation, replicated);
         notify(ctx, c"bf.reserve", key_name);
-    } else if added.len() == items.len() {
+    } else if added_count == items.len() {
         ctx.replicate_verbatim();
-    } else if !added.is_empty() {
-        let mut argv: Vec<&[u8]> = vec![key_name.as_slice()];
-        argv.extend(added.iter().map(|i| i.as_slice()));
-        ctx.replicate("BF.MADD", argv.as_slice());
+    } else if added_count > 0 {
+        let argv: Vec<_> = std::iter::once(key_name.inner)
+            .chain(added_items())
+            .collect();
+        replicate_strings(ctx, c"BF.MADD", &argv);
     }
-    if !added.is_empty() {
+    if added_count > 0 {
         notify(ctx, c"bf.add", key_name);
     }
     match shape {
-        Shape::Single => replies.pop().unwrap_or(Reply::Bool(false)),
-        Shape::Array => Reply::Array(replies),
+        Shape::Single => single,
+        Shape::Array => Reply::Sent,
+    }
+}
+
+/// Replicates `command argv…`, sharing the given strings (Redis takes a reference to each,
+/// copying none).
+fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
+    // SAFETY: live context; format "v" takes a (RedisModuleString **, size_t) pair, and every
+    // pointer is a live string of this command (its arguments, or strings created on `ctx`
+    // that outlive the call); Redis increments their reference counts.
+    unsafe {
+        raw::RedisModule_Replicate.unwrap()(
+            ctx.get_raw(),
+            command.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
     }
 }
 
 /// Replicates an implicit creation as an explicit
 /// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
-/// replicas and AOF replays do not depend on their own defaults.
-fn replicate_as_insert(ctx: &Context, key: &RedisString, c: &Creation, items: &[&RedisString]) {
-    let capacity = c.capacity.to_string();
-    // `{}` prints the shortest text that parses back to the same f64.
-    let error = format!("{}", c.error);
-    let expansion = c.expansion.to_string();
-    let mut argv: Vec<&[u8]> = vec![
-        key.as_slice(),
-        b"CAPACITY",
-        capacity.as_bytes(),
-        b"ERROR",
-        error.as_bytes(),
-    ];
-    // The expansion is stored even for non-scaling filters (it is in the header and RDB value),
-    // so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
-    argv.push(b"EXPANSION");
-    argv.push(expansion.as_bytes());
-    if c.nonscaling {
-        argv.push(b"NONSCALING");
+/// replicas and AOF replays do not depend on their own defaults. `items` are the client's
+/// argument strings, shared rather than copied; the options are passed as C strings and
+/// integers, which Redis turns into strings itself.
+fn replicate_as_insert(
+    ctx: &Context,
+    key: &RedisString,
+    c: &Creation,
+    items: Vec<*mut raw::RedisModuleString>,
+) {
+    // `{}` prints the shortest text that parses back to the same f64 (never with a NUL).
+    let error = CString::new(format!("{}", c.error)).unwrap_or_default();
+    // The expansion is stored even for non-scaling filters (it is in the header and RDB
+    // value), so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
+    let (format, nonscaling) = if c.nonscaling {
+        (c"sclccclccv", c"NONSCALING")
+    } else {
+        (c"sclccclcv", c"")
+    };
+    let capacity = c.capacity.min(i64::MAX as u64) as c_longlong;
+    let expansion = c_longlong::from(c.expansion);
+    // SAFETY: live context; the format's specifiers match the arguments one by one: s = the
+    // key (a live string of this command), c = NUL-terminated strings that outlive the call,
+    // l = long long, v = (RedisModuleString **, size_t) over live argument strings. With the
+    // short format the NONSCALING string is not read.
+    unsafe {
+        let replicate = raw::RedisModule_Replicate.unwrap();
+        if c.nonscaling {
+            replicate(
+                ctx.get_raw(),
+                c"BF.INSERT".as_ptr(),
+                format.as_ptr(),
+                key.inner,
+                c"CAPACITY".as_ptr(),
+                capacity,
+                c"ERROR".as_ptr(),
+                error.as_ptr(),
+                c"EXPANSION".as_ptr(),
+                expansion,
+                nonscaling.as_ptr(),
+                c"ITEMS".as_ptr(),
+                items.as_ptr(),
+                items.len(),
+            );
+        } else {
+            replicate(
+                ctx.get_raw(),
+                c"BF.INSERT".as_ptr(),
+                format.as_ptr(),
+                key.inner,
+                c"CAPACITY".as_ptr(),
+                capacity,
+                c"ERROR".as_ptr(),
+                error.as_ptr(),
+                c"EXPANSION".as_ptr(),
+                expansion,
+                c"ITEMS".as_ptr(),
+                items.as_ptr(),
+                items.len(),
+            );
+        }
     }
-    argv.push(b"ITEMS");
-    argv.extend(items.iter().map(|i| i.as_slice()));
-    ctx.replicate("BF.INSERT", argv.as_slice());
 }
 
 #[cfg(test)]

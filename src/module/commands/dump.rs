@@ -3,7 +3,7 @@
 use crate::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header, ChunkError};
 use crate::module::args::parse_i64;
 use crate::module::bloom_type::{existing, lookup_mut, store_new, Lookup};
-use crate::module::memory::new_array_budget;
+use crate::module::memory::{abort_diverging, with_budget};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::{Context, NotifyEvent, RedisString};
 
@@ -39,8 +39,10 @@ pub fn bf_scandump(ctx: &Context, args: &[RedisString]) -> Reply {
 /// BF.LOADCHUNK: with iterator 1 on a missing key, creates the filter from a header; on an
 /// existing filter, writes a chunk at the position its iterator names. Replies `+OK`;
 /// replicated verbatim. Errors: `ERR Second argument must be numeric`, `ERR not found`,
-/// WRONGTYPE, `ERR received bad data`, `ERR invalid offset - no link found`,
-/// `ERR invalid chunk - Too big for current filter`.
+/// WRONGTYPE, `ERR received bad data`, `ERR Insufficient memory to create filter` (a valid
+/// header over the memory budget), `ERR invalid offset - no link found`,
+/// `ERR invalid chunk - Too big for current filter`. A replicated or loaded header that cannot
+/// be allocated aborts the server (see `memory::abort_diverging`).
 pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
     if args.len() != 4 {
         return Reply::WrongArity;
@@ -57,9 +59,25 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing if iter != 1 => return Reply::Error(NOT_FOUND),
         Lookup::Missing => {
-            let chain = match decode_header(data, new_array_budget(ctx, 0)) {
+            let decoded = with_budget(
+                ctx,
+                0,
+                |e| *e == ChunkError::OutOfMemory,
+                |budget| decode_header(data, budget),
+            );
+            let chain = match decoded {
                 Ok(c) => c,
-                Err(e) => return chunk_error(e),
+                Err(e) => {
+                    if e == ChunkError::OutOfMemory {
+                        abort_diverging(
+                            ctx,
+                            "BF.LOADCHUNK",
+                            args[1].as_slice(),
+                            header_bytes(data),
+                        );
+                    }
+                    return chunk_error(e);
+                }
             };
             if let Err(e) = store_new(&key, chain, "ERR received bad data") {
                 return e;
@@ -76,10 +94,23 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
     Reply::Simple("OK")
 }
 
-fn chunk_error(e: ChunkError) -> Reply {
+/// The reply for a refused SCANDUMP header or chunk (also used by window filters).
+pub(crate) fn chunk_error(e: ChunkError) -> Reply {
     Reply::Error(match e {
         ChunkError::BadData => "ERR received bad data",
         ChunkError::NoLink => "ERR invalid offset - no link found",
         ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
+        ChunkError::OutOfMemory => "ERR Insufficient memory to create filter",
     })
+}
+
+/// Σ of the layer byte counts a valid header announces (for the log only).
+fn header_bytes(header: &[u8]) -> u64 {
+    use crate::bloom::dump::{HEADER_FIXED_BYTES, HEADER_LAYER_BYTES};
+    header
+        .get(HEADER_FIXED_BYTES..)
+        .unwrap_or_default()
+        .chunks_exact(HEADER_LAYER_BYTES)
+        .filter_map(|l| l.get(..8)?.try_into().ok().map(u64::from_le_bytes))
+        .fold(0u64, u64::saturating_add)
 }

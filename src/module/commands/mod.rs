@@ -12,37 +12,52 @@ pub mod reserve;
 use crate::bloom::layer::LayerError;
 use crate::bloom::Chain;
 use crate::module::bloom_type::store_new;
-use crate::module::memory::new_array_budget;
+use crate::module::memory::{abort_diverging, with_budget};
 use crate::module::reply::Reply;
 use redis_module::key::RedisKeyWritable;
 use redis_module::Context;
 
 /// Creates an empty filter in `key` (opened for writing, known to be empty): a first layer of
 /// `capacity` items at `error` (see [`Chain::new`]), limited by the memory budget. Shared by
-/// BF.RESERVE and the implicit creation of BF.ADD / BF.MADD / BF.INSERT.
+/// BF.RESERVE and the implicit creation of BF.ADD / BF.MADD / BF.INSERT (`command` names the
+/// caller for the log). A replicated or loaded creation that cannot be allocated aborts the
+/// server (see [`abort_diverging`]).
 ///
 /// Errors: `ERR Insufficient memory to create filter` (allocation or budget),
 /// `ERR could not create filter` (parameters that size no layer, or a key that refuses it).
 pub(crate) fn create_filter(
     ctx: &Context,
     key: &RedisKeyWritable,
-    capacity: u64,
-    error: f64,
-    expansion: u32,
-    nonscaling: bool,
+    key_name: &[u8],
+    command: &str,
+    params: (u64, f64, u32, bool),
 ) -> Result<(), Reply> {
-    let chain = Chain::new(
-        capacity,
-        error,
-        expansion,
-        nonscaling,
-        new_array_budget(ctx, 0),
+    let (capacity, error, expansion, nonscaling) = params;
+    let chain = with_budget(
+        ctx,
+        0,
+        |e| *e == LayerError::OutOfMemory,
+        |budget| Chain::new(capacity, error, expansion, nonscaling, budget),
     )
     .map_err(|e| {
         Reply::Error(match e {
-            LayerError::OutOfMemory => "ERR Insufficient memory to create filter",
+            LayerError::OutOfMemory => {
+                abort_diverging(ctx, command, key_name, first_layer_bytes(params));
+                "ERR Insufficient memory to create filter"
+            }
             LayerError::Invalid => "ERR could not create filter",
         })
     })?;
     store_new(key, chain, "ERR could not create filter")
+}
+
+/// Bytes of the first layer `create_filter` would allocate (for the log only; 0 if unknown).
+fn first_layer_bytes((capacity, error, _, nonscaling): (u64, f64, u32, bool)) -> u64 {
+    use crate::bloom::layer::{LayerParams, OPT_FORCE64, OPT_NOROUND};
+    let error = if nonscaling {
+        error
+    } else {
+        error * crate::bloom::chain::TIGHTENING_RATIO
+    };
+    LayerParams::for_capacity(capacity, error, OPT_NOROUND | OPT_FORCE64).map_or(0, |p| p.bytes)
 }

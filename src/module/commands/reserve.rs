@@ -79,7 +79,13 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing => {}
     }
-    if let Err(e) = create_filter(ctx, &key, r.capacity, r.error, r.expansion, r.nonscaling) {
+    if let Err(e) = create_filter(
+        ctx,
+        &key,
+        args[1].as_slice(),
+        "BF.RESERVE",
+        (r.capacity, r.error, r.expansion, r.nonscaling),
+    ) {
         return e;
     }
     ctx.replicate_verbatim();

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Small filters and transient memory (issue 11, items 5 and 6). For each SERVER:MODULE pair
+# given (default: this tree's release build on redis-server), starts the server on a free port
+# in a temp dir and prints:
+#   - BF.ADD / BF.RESERVE on new keys (default parameters) against BF.ADD of new items on one
+#     existing key, REQUESTS commands each sent with `redis-cli --pipe` (distinct keys: no
+#     collisions), the ratio measured in the same run, rounds interleaved, medians;
+#   - memory per filter: used_memory / filters after 400 000 BF.ADD on new keys;
+#   - SAVE, DEBUG RELOAD and FLUSHALL (sync) of 500 000 small filters, in ms;
+#   - peak RSS (VmHWM, reset before each command) of BF.MADD of 1 000 000 items on an existing
+#     filter, peak used_memory (INFO memory, sampled by the server) of a BF.INSERT that grows ten
+#     layers, and peak RSS of BF.ADD of one 300 MiB item on a missing key.
+#
+# Usage: bench/pressure.sh [SERVER:MODULE ...]
+# Env:   PARTS=transient,rates,filters,persist (the default: all, in this order)
+#        REQUESTS=n (commands per rate run, default 200000)  ROUNDS=n (default 3)
+#        LD_LIBRARY_PATH as the server binary needs (redis-stack's needs libssl 1.1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REQUESTS=${REQUESTS:-200000}
+ROUNDS=${ROUNDS:-3}
+PARTS=${PARTS:-transient,rates,filters,persist}
+if [ $# -eq 0 ]; then
+  cargo build --release --quiet
+  set -- "redis-server:$PWD/target/release/libredis_bf.so"
+fi
+
+# Command files (RESP), distinct keys in every round so "new" keys are always new.
+CMDS=$(mktemp -d /tmp/redis-bf-pressure-cmds.XXXXXX)
+trap 'rm -rf "$CMDS"' EXIT
+python3 - "$CMDS" "$REQUESTS" "$ROUNDS" <<'EOF'
+import sys
+out, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def cmd(*a):
+    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+for r in range(1, rounds + 1):
+    with open(f"{out}/add_old.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"existing", b"i:%d:%d" % (r, i)) for i in range(n)))
+    with open(f"{out}/add_new.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"u:%d:%d" % (r, i), b"item") for i in range(n)))
+    with open(f"{out}/res_new.{r}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.RESERVE", b"r:%d:%d" % (r, i), b"0.01", b"100") for i in range(n)))
+for name, count in (("f", 400_000), ("p", 500_000)):
+    with open(f"{out}/{name}", "wb") as f:
+        f.write(b"".join(cmd(b"BF.ADD", b"%s:%d" % (name.encode(), i), b"x") for i in range(count)))
+EOF
+
+want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+run_one() {
+  local server=${1%%:*} module=${1#*:}
+  local port dir
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  dir=$(mktemp -d /tmp/redis-bf-pressure.XXXXXX)
+  "$server" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
+    --enable-debug-command yes --loadmodule "$module" --daemonize yes \
+    --logfile "$dir/server.log" --pidfile "$dir/redis.pid"
+  for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  local pid
+  pid=$(cat "$dir/redis.pid")
+  cli() { redis-cli -p "$port" "$@"; }
+  mem() { cli info memory | tr -d '\r' | awk -F: -v k="$1" '$1==k {print $2}'; }
+  hwm() { awk '/VmHWM/ {print $2*1024}' "/proc/$pid/status"; }
+  rss() { awk '/VmRSS/ {print $2*1024}' "/proc/$pid/status"; }
+  ms() { python3 -c 'import time; print(int(time.time()*1000))'; }
+  # ops/s of sending a file of commands with redis-cli --pipe (C, pipelined, waits for all
+  # replies).
+  pipe_rate() {
+    local t0 t1
+    t0=$(ms); cli --pipe <"$1" >/dev/null; t1=$(ms)
+    echo $((REQUESTS * 1000 / (t1 - t0)))
+  }
+
+  echo "== $server + $(basename "$module")"
+  # Transient memory, first, on a fresh server (used_memory_peak is never reset).
+  if want transient; then
+  cli bf.reserve k 0.01 2000000 >/dev/null
+  cli memory purge >/dev/null
+  python3 - "$port" "$pid" <<'EOF'
+import socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+def status(k):
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith(k + ":"):
+            return int(l.split()[1]) * 1024
+def send(args, read=True):
+    s = socket.create_connection(("127.0.0.1", port))
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += [b"$%d\r\n" % len(a), a, b"\r\n"]
+    s.sendall(b"".join(out))
+    s.shutdown(socket.SHUT_WR)
+    data = b""
+    while True:
+        c = s.recv(1 << 20)
+        if not c: break
+        data += c
+    s.close()
+    return data
+def info(field):
+    for l in send(["INFO", "memory"]).decode().split("\r\n"):
+        if l.startswith(field + ":"):
+            return int(l.split(":")[1])
+def reset():
+    open(f"/proc/{pid}/clear_refs", "w").write("5")
+# BF.INSERT growing ten layers: capacity 1000, expansion 2, 1 023 000 items; peak used_memory
+# as the server records it after each command (never reset: measured first).
+time.sleep(0.3)
+base = info("used_memory")
+items = [b"ins:%d" % i for i in range(1_023_000)]
+send(["BF.INSERT", "ins", "CAPACITY", 1000, "ITEMS"] + items)
+time.sleep(0.3)
+layers = send(["BF.INFO", "ins", "FILTERS"])
+print("BF.INSERT growing to %s layers: peak used_memory +%.0f MiB (filter %.0f MiB)" % (
+    layers.split(b"\r\n")[1].decode().lstrip(":"), (info("used_memory_peak") - base) / 2**20,
+    int(send(["BF.INFO", "ins", "SIZE"]).split(b"\r\n")[1][1:]) / 2**20))
+del items
+send(["DEL", "ins"]); send(["MEMORY", "PURGE"])
+items = [b"item:%d" % i for i in range(1_000_000)]
+send(["MEMORY", "PURGE"]); before = status("VmRSS"); reset()
+send(["BF.MADD", "k"] + items)
+print("BF.MADD 1 000 000 items: peak RSS +%.0f MiB" % ((status("VmHWM") - before) / 2**20))
+del items
+send(["DEL", "ins", "k"]); send(["MEMORY", "PURGE"])
+item = b"x" * (300 << 20)
+before = status("VmRSS"); reset()
+send(["BF.ADD", "big", item])
+print("BF.ADD one 300 MiB item, missing key: peak RSS +%.0f MiB" % ((status("VmHWM") - before) / 2**20))
+EOF
+  fi
+
+  if want rates; then
+  local add_new=() res_new=() add_old=() round
+  for round in $(seq "$ROUNDS"); do
+    cli flushall >/dev/null
+    cli bf.reserve existing 0.01 100000000 >/dev/null
+    add_old+=("$(pipe_rate "$CMDS/add_old.$round")")
+    add_new+=("$(pipe_rate "$CMDS/add_new.$round")")
+    res_new+=("$(pipe_rate "$CMDS/res_new.$round")")
+  done
+  local a o r
+  a=$(printf '%s\n' "${add_new[@]}" | median)
+  r=$(printf '%s\n' "${res_new[@]}" | median)
+  o=$(printf '%s\n' "${add_old[@]}" | median)
+  awk -v a="$a" -v r="$r" -v o="$o" 'BEGIN {
+    printf "BF.ADD existing key       %9.0f ops/s\n", o
+    printf "BF.ADD new key            %9.0f ops/s  %.2fx of BF.ADD existing\n", a, a/o
+    printf "BF.RESERVE new key        %9.0f ops/s  %.2fx of BF.ADD existing\n", r, r/o }'
+  fi
+
+  # Memory per filter.
+  if want filters; then
+  cli flushall >/dev/null
+  local base used n
+  base=$(mem used_memory)
+  cli --pipe <"$CMDS/f" >/dev/null
+  used=$(mem used_memory)
+  n=$(cli dbsize)
+  awk -v b="$base" -v u="$used" -v n="$n" 'BEGIN {
+    printf "%d filters: used_memory +%.1f MB, %.1f bytes a filter\n", n, (u-b)/1e6, (u-b)/n }'
+  fi
+
+  # Persistence of 500 000 small filters.
+  if want persist; then
+  cli flushall >/dev/null
+  cli --pipe <"$CMDS/p" >/dev/null
+  local t0 t1 t2 t3 filters
+  filters=$(cli dbsize)
+  t0=$(ms); cli save >/dev/null; t1=$(ms)
+  cli debug reload >/dev/null; t2=$(ms)
+  cli flushall >/dev/null; t3=$(ms)
+  echo "$filters filters: SAVE $((t1 - t0)) ms, DEBUG RELOAD $((t2 - t1)) ms, FLUSHALL $((t3 - t2)) ms"
+  fi
+
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -rf "$dir"
+}
+
+for pair in "$@"; do run_one "$pair"; done
