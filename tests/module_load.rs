@@ -35,10 +35,10 @@ fn module_list_and_info_report_the_crate_version() {
         let mut name = None;
         let mut ver = None;
         for pair in m.chunks(2) {
-            let key: String = redis::from_redis_value(&pair[0]).unwrap();
+            let key: String = redis::from_redis_value(pair[0].clone()).unwrap();
             match key.as_str() {
-                "name" => name = Some(redis::from_redis_value::<String>(&pair[1]).unwrap()),
-                "ver" => ver = Some(redis::from_redis_value::<i64>(&pair[1]).unwrap()),
+                "name" => name = Some(redis::from_redis_value::<String>(pair[1].clone()).unwrap()),
+                "ver" => ver = Some(redis::from_redis_value::<i64>(pair[1].clone()).unwrap()),
                 _ => {}
             }
         }
