@@ -1,11 +1,12 @@
-//! One test per failing-input case of `shared/cases` (B01 … B25), re-created here with the
-//! real values asserted, plus `shared_cases_run_all`, which runs the shared scripts themselves
-//! when the `shared/` folder sits next to the repository (as in CI).
+//! One test per failing-input case B01 … B25 (the project's shared case scripts), re-created
+//! here with the real values asserted, plus `shared_cases_run_all`, which runs those scripts
+//! themselves when their folder sits next to the repository (as in CI).
 //!
 //! Where a `.expected` file leaves a value open (`<INT>`, `<ERR>`, `<ANY>`), the value asserted
-//! here is the one fixed by `shared/spec` (sizes from §3/§8.4, error texts from §9, D3 for
-//! allocation failures); counts that depend on false positives were computed with a model of
-//! the hash (§2) checked against the golden vectors.
+//! here is the one `docs/` fixes (sizes from `docs/format.md` ("Layer sizing",
+//! "Memory accounting"), error texts from `docs/commands.md`, including its "Memory limits"
+//! for allocation failures); counts that depend on false positives were computed with a model of
+//! the hash (`docs/format.md` ("Hashing")) checked against the golden vectors.
 
 mod common;
 
@@ -854,7 +855,7 @@ fn b14_scaling_layers() {
     t.eq(&["BF.INFO", "e3", "CAPACITY"], ia(&[26]));
     t.eq(&["BF.INFO", "e3", "FILTERS"], ia(&[3]));
     t.eq(&["BF.INFO", "e3", "EXPANSION"], ia(&[3]));
-    // Layer memory from §3 (error halves per layer): Size = 32 + sum(64 + bytes).
+    // Layer memory from `docs/format.md` ("Layer sizing") (error halves per layer): Size = 32 + sum(64 + bytes).
     t.eq(&["BF.INFO", "s", "SIZE"], ia(&[432]));
     t.eq(&["BF.INFO", "e1", "SIZE"], ia(&[272]));
     t.eq(&["BF.INFO", "e3", "SIZE"], ia(&[312]));
@@ -987,7 +988,7 @@ fn b19_scandump_loadchunk_round_trip() {
     t.eq(&eval(COPY_LOOP, &["src", "dst"], &[]), i(3));
     t.eq(&eval(INFO_SAME, &["src", "dst"], &[]), bs("INFO_SAME"));
     t.eq(&eval(COUNT_LOOP, &["dst"], &["item:", "2500"]), i(2500));
-    // 2500 adds, one of them a false positive of the hash (model of §2).
+    // 2500 adds, one of them a false positive of the hash (model of `docs/format.md` ("Hashing")).
     t.eq(&["BF.CARD", "src"], i(2499));
     t.eq(&["BF.CARD", "dst"], i(2499));
     t.eq(&eval(ADD_LOOP, &["dst"], &["more:", "5000"]), bs("ADDED"));
@@ -1200,7 +1201,7 @@ fn b21_malformed_loadchunk_and_restore() {
     );
     t.eq(&["EXISTS", "c1"], i(0));
     // A well-formed header announcing absurd sizes (3.6e14 items, growth 1) is accepted; the
-    // next add needs a gigantic new layer and must fail (D3), changing nothing.
+    // next add needs a gigantic new layer and must fail (`docs/commands.md` "Memory limits"), changing nothing.
     t.eqb(
         &[
             b"BF.LOADCHUNK",
@@ -1494,7 +1495,7 @@ fn b25_generic_key_commands() {
         ),
         bs("MEM_GREW"),
     );
-    // MEMORY USAGE = the value's 32 + sum(64 + bytes) plus Redis' key overhead (§8.4).
+    // MEMORY USAGE = the value's 32 + sum(64 + bytes) plus Redis' key overhead (`docs/format.md` ("Memory accounting")).
     let mu = t.int(&["MEMORY", "USAGE", "big"]);
     if !(1_378_568..=1_378_568 + 128).contains(&mu) {
         t.fail(format!(

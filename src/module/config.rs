@@ -1,6 +1,6 @@
-//! Module configs (DECISIONS.md D4), readable and settable at runtime with
+//! Module configs (`docs/commands.md` ("Additions")), readable and settable at runtime with
 //! `CONFIG GET/SET bf.<name>` (Redis ≥ 7.0), and also accepted as `loadmodule` arguments
-//! together with RedisBloom's legacy `INITIAL_SIZE` / `ERROR_RATE` (`redisbloom-compat.md` §6):
+//! together with RedisBloom's legacy `INITIAL_SIZE` / `ERROR_RATE` (`docs/commands.md` ("Configs")):
 //!
 //! | config | default | range | meaning |
 //! |---|---|---|---|

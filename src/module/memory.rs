@@ -1,4 +1,4 @@
-//! Limits for new bit arrays (DECISIONS.md D3): a new filter or layer must not push
+//! Limits for new bit arrays (`docs/commands.md` ("Memory limits")): a new filter or layer must not push
 //! `used_memory` past `maxmemory`, nor take more than the memory the machine has available
 //! (a bit array is zeroed when allocated, so an allocation the kernel over-commits would
 //! otherwise end with the OOM killer instead of an error), nor make one filter larger than

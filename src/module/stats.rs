@@ -1,4 +1,4 @@
-//! Module-wide counters behind the `INFO bf` section (DECISIONS.md D4): filters, layers,
+//! Module-wide counters behind the `INFO bf` section (`docs/commands.md` ("Additions")): filters, layers,
 //! items and bit-array bytes currently held by this server, updated on every create, load,
 //! copy, growth, add and free.
 
