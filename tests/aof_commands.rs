@@ -1,4 +1,4 @@
-//! What reaches the AOF (and, by the same path, replicas) for add commands (DECISIONS.md D5):
+//! What reaches the AOF (and, by the same path, replicas) for add commands (`docs/commands.md` ("Replication and AOF")):
 //! implicit creations spelled out as BF.INSERT with their parameters, exactly the added items,
 //! nothing for adds that changed nothing, and never an item the primary refused — so a replay
 //! never sees an error and builds the same bits.

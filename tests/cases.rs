@@ -1,11 +1,12 @@
-//! One test per failing-input case of `shared/cases` (B01 … B25), re-created here with the
-//! real values asserted, plus `shared_cases_run_all`, which runs the shared scripts themselves
-//! when the `shared/` folder sits next to the repository (as in CI).
+//! One test per failing-input case B01 … B25 (the project's shared case scripts), re-created
+//! here with the real values asserted, plus `shared_cases_run_all`, which runs those scripts
+//! themselves when their folder sits next to the repository (as in CI).
 //!
 //! Where a `.expected` file leaves a value open (`<INT>`, `<ERR>`, `<ANY>`), the value asserted
-//! here is the one fixed by `shared/spec` (sizes from §3/§8.4, error texts from §9, D3 for
-//! allocation failures); counts that depend on false positives were computed with a model of
-//! the hash (§2) checked against the golden vectors.
+//! here is the one `docs/` fixes (sizes from `docs/format.md` ("Layer sizing",
+//! "Memory accounting"), error texts from `docs/commands.md`, including its "Memory limits"
+//! for allocation failures); counts that depend on false positives were computed with a model of
+//! the hash (`docs/format.md` ("Hashing")) checked against the golden vectors.
 
 mod common;
 

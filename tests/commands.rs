@@ -1,10 +1,10 @@
 //! Every BF.* command's replies and errors, byte-exact on the wire, in RESP2 and RESP3.
 //!
-//! Expected values come from `shared/spec/redisbloom-compat.md` (§5 commands, §7 dump format,
-//! §9 error texts, §12 golden vectors, §13 quirks) as amended by `shared/spec/DECISIONS.md`
-//! (D3 allocation failures are errors, D6 quirks we do not copy). Layer sizes, `BF.INFO Size`
-//! and `BF.DEBUG` lines follow the sizing formulas of §3/§4/§8.4; the per-item results were
-//! computed with an independent model of the hash (§2) checked against the golden vectors.
+//! Expected values come from `docs/commands.md` (commands, error texts, the RedisBloom quirks
+//! kept and the differences: allocation failures are errors, argument handling),
+//! `docs/format.md` ("SCANDUMP") and `tests/data/golden-vectors.json`. Layer sizes, `BF.INFO Size`
+//! and `BF.DEBUG` lines follow the sizing formulas of `docs/format.md` ("Layer sizing", "The chain", "Memory accounting"); the per-item results were
+//! computed with an independent model of the hash (`docs/format.md` ("Hashing")) checked against the golden vectors.
 //!
 //! Each test collects every mismatch and reports them all at the end (see [`Ck`]), so one run
 //! lists every wrong reply instead of stopping at the first.
@@ -316,7 +316,7 @@ fn scandump_all(port: u16, key: &str) -> Vec<(i64, Vec<u8>)> {
     }
 }
 
-// Golden vectors (§12 / golden-vectors.json).
+// Golden vectors (`tests/data/golden-vectors.json`).
 const GV1_HEADER: &str =
     "01000000000000000100000005000000020000006805000000000000402b0000000000000100000000000000\
 7b14ae47e17a743fe9862fb2350e264008000000e80300000000000000";
@@ -526,7 +526,7 @@ fn reserve_expansion_and_nonscaling_validation() {
 
 #[test]
 fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
-    // DECISIONS.md D6: NONSCALING / EXPANSION are looked for only after the capacity, and
+    // `docs/commands.md` ("Argument handling"): NONSCALING / EXPANSION are looked for only after the capacity, and
     // unknown trailing arguments are errors that create nothing.
     let s = Server::start();
     let mut c = Ck::new(&s);
@@ -588,7 +588,7 @@ fn reserve_existing_key_and_wrong_type() {
 
 #[test]
 fn reserve_huge_capacity_is_an_error_not_a_crash() {
-    // D3: RedisBloom 2.8 kills Redis 7.0 here; we answer an error and keep serving.
+    // `docs/commands.md` ("Memory and failures"): RedisBloom 2.8 kills Redis 7.0 here; we answer an error and keep serving.
     let mut s = Server::start();
     let mut c = Ck::new(&s);
     c.is("SET guard alive", OK);
@@ -715,7 +715,7 @@ fn madd_replies_and_stops_at_first_full_error() {
 
 #[test]
 fn scaling_adds_layers_sized_by_expansion() {
-    // §4 example: BF.RESERVE 0.01 10 then 100 distinct adds -> 4 layers 10/20/40/80.
+    // `docs/format.md` ("The chain") example: BF.RESERVE 0.01 10 then 100 distinct adds -> 4 layers 10/20/40/80.
     let s = Server::start();
     let mut c = Ck::new(&s);
     c.is("BF.RESERVE sc 0.01 10", OK);
@@ -753,7 +753,7 @@ fn scaling_adds_layers_sized_by_expansion() {
 
 #[test]
 fn auto_create_uses_module_load_arguments() {
-    // §6 / D4: INITIAL_SIZE and ERROR_RATE load arguments set the auto-create defaults.
+    // `docs/commands.md` ("Configs"): INITIAL_SIZE and ERROR_RATE load arguments set the auto-create defaults.
     let s = Server::start_with(&["INITIAL_SIZE", "500", "ERROR_RATE", "0.05"], &[]);
     let mut c = Ck::new(&s);
     c.is("BF.ADD k x", ":1\r\n");
@@ -950,7 +950,7 @@ fn insert_errors() {
     ] {
         c.both(args, &bad_arg);
     }
-    // Unknown tokens; D6: keywords are whole words, so first-letter forms are unknown.
+    // Unknown tokens; `docs/commands.md` ("Argument handling"): keywords are whole words, so first-letter forms are unknown.
     let unknown = err("Unknown argument received");
     for args in [
         &["BF.INSERT", "k", "BOGUS", "1", "ITEMS", "a"][..],
@@ -1293,7 +1293,7 @@ fn loadchunk_header_validation() {
         ("n2 64", patched_gv1(72, &[64])),
         ("n2 20 with bits < 2^20", patched_gv1(72, &[20])),
     ];
-    // An absurd allocation (2^60 bytes) must be refused without killing the server (D3/D7).
+    // An absurd allocation (2^60 bytes) must be refused without killing the server (`docs/commands.md` "Memory limits").
     let mut huge = patched_gv1(20, &(1u64 << 60).to_le_bytes());
     huge[28..36].copy_from_slice(&(1u64 << 63).to_le_bytes());
     for (what, data) in headers.drain(..) {

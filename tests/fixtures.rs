@@ -1,5 +1,5 @@
-//! RedisBloom v2.8.20 data fixtures (`tests/fixtures/redisbloom/`, copied from
-//! `shared/fixtures/redisbloom/`; see its README): the module must load RedisBloom's RDB and
+//! RedisBloom v2.8.20 data fixtures (`tests/fixtures/redisbloom/`; see its
+//! README): the module must load RedisBloom's RDB and
 //! AOF and reproduce every recorded reply byte for byte, and the same commands replayed on a
 //! fresh server must build byte-identical filters (DUMP, SCANDUMP) and an AOF rewrite made of
 //! exactly the recorded SCANDUMP walks.
@@ -145,7 +145,7 @@ impl Diffs {
     }
 }
 
-/// The RESP3 key text of each single BF.INFO field (§5.6).
+/// The RESP3 key text of each single BF.INFO field (`docs/commands.md` ("BF.INFO")).
 const INFO_FIELDS: [(&str, &str); 5] = [
     ("CAPACITY", "Capacity"),
     ("SIZE", "Size"),
@@ -281,7 +281,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
             .unwrap();
         let r = c.cmd(&[&b"BF.INFO"[..], key, field.as_bytes()]);
         d.raw(format!("{n} BF.INFO {field} (RESP2)"), want2, &r.raw);
-        // RESP3: a one-pair map whose pair is the one of the full RESP3 reply (§5.6).
+        // RESP3: a one-pair map whose pair is the one of the full RESP3 reply (`docs/commands.md` ("BF.INFO")).
         let value2 = unhex(want2);
         let value = value2
             .strip_prefix(b"*1\r\n")
@@ -739,7 +739,7 @@ fn replayed_aof_commands_rebuild_identical_filters() {
 
 #[test]
 fn rewrite_of_a_layer_over_16_mib_matches_its_scandump_walk() {
-    // §7.1 / §8.3: chunks are at most 16 MiB and never cross a layer; the AOF rewrite emits
+    // `docs/format.md` ("SCANDUMP", "AOF rewrite"): chunks are at most 16 MiB and never cross a layer; the AOF rewrite emits
     // exactly the SCANDUMP walk. 15e6 items at 0.005 → 20 677 040 bytes in one layer.
     let server = DirServer::start(DirServer::tempdir(), &AOF_ARGS);
     let mut c = server.conn();

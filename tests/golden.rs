@@ -1,4 +1,4 @@
-//! Golden vectors (`shared/spec/golden-vectors.json`, captured from RedisBloom v2.8.20 on Redis
+//! Golden vectors (`tests/data/golden-vectors.json`, captured from RedisBloom v2.8.20 on Redis
 //! 7.0.15): the pure core must rebuild every recorded filter bit for bit (header, every SCANDUMP
 //! chunk, hashes, bit positions, BF.DEBUG lines, BF.INFO Size, the RDB value inside the DUMP
 //! payload), and the module must answer the same over the wire.

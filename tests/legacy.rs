@@ -1,6 +1,6 @@
 //! Legacy data the RedisBloom fixtures lack, checked against answers computed here from the
-//! spec (`shared/spec/redisbloom-compat.md` §2.3 legacy 32-bit hash, §3.2 power-of-two layers,
-//! §7 SCANDUMP/LOADCHUNK, §8.2 RDB value and encoding versions 0–4) with the independent model
+//! spec (`docs/format.md` ("Legacy 32-bit hash") legacy 32-bit hash, `docs/format.md` ("Power-of-two layers") power-of-two layers,
+//! `docs/format.md` ("SCANDUMP") SCANDUMP/LOADCHUNK, `docs/format.md` ("RDB value") RDB value and encoding versions 0–4) with the independent model
 //! of `fxutil` — never with the module's own code:
 //! * LOADCHUNK headers with options 0, 1, 8 and 9, then adds, lookups and SCANDUMP bit by bit;
 //! * RESTORE of hand-built DUMP payloads (RDB module values written byte by byte, Redis'
@@ -45,7 +45,7 @@ fn add_reply(outcome: MAdd) -> Vec<u8> {
     }
 }
 
-/// Raw RESP2 reply of a BF.MADD per the model: stops after the first "full" (§5.3).
+/// Raw RESP2 reply of a BF.MADD per the model: stops after the first "full" (`docs/commands.md` ("BF.ADD")).
 fn madd_reply(m: &mut MChain, items: &[Vec<u8>]) -> Vec<u8> {
     let mut parts = Vec::new();
     for it in items {
@@ -114,7 +114,7 @@ fn model_reproduces_redisbloom_recordings() {
     assert_eq!(format_g(0.05 * 0.5f64.powi(20)), "4.76837e-08");
     assert_eq!(format_g(0.000244140625), "0.000244141");
 
-    // §3.1 table rows: (error, capacity) → (bpe, k, bytes, bits).
+    // `docs/format.md` ("Exact-size layers") table rows: (error, capacity) → (bpe, k, bytes, bits).
     for (err, cap, bpe, k, bytes, bits) in [
         (0.005, 100, 11.027753, 8, 144, 1152),
         (0.005, 1000, 11.027753, 8, 1384, 11072),
@@ -129,7 +129,7 @@ fn model_reproduces_redisbloom_recordings() {
             (k, bytes, bits, cap, 0)
         );
     }
-    // §3.2 by hand: capacity 100 at 0.01 → product 958.5…, logb 9, n2 10, 1024 bits;
+    // `docs/format.md` ("Power-of-two layers") by hand: capacity 100 at 0.01 → product 958.5…, logb 9, n2 10, 1024 bits;
     // entries = 100 + trunc(trunc(1024 − 958.5…) / 9.585…) = 100 + trunc(65 / 9.585…) = 106.
     let l = MLayer::sized(100, 0.01, 0);
     assert_eq!((l.n2, l.bits, l.bytes, l.entries), (10, 1024, 128, 106));
@@ -283,7 +283,7 @@ fn loadchunk_legacy_headers_then_add_exists_scandump() {
     c.assert_ping();
 }
 
-/// Encodes `m` as an RDB module value of encoding version `encver` (§8.2): options only from
+/// Encodes `m` as an RDB module value of encoding version `encver` (`docs/format.md` ("RDB value")): options only from
 /// version 2, growth only from version 4, per-layer bits and n2 only from version 1.
 fn encode(m: &MChain, encver: u64) -> ModuleValue {
     let mut v = ModuleValue::new(encver);
@@ -350,7 +350,7 @@ fn restore_hand_built_payloads_encver_0_to_4() {
     let server = DirServer::start(DirServer::tempdir(), &["--rdbcompression", "no"]);
     let mut c = server.conn();
     let version = server_rdb_version(&mut c); // also checks crc64 on a real payload
-                                              // The spec's DUMP example (GV3, §8.2) with our encoder and CRC: identical bytes.
+                                              // The spec's DUMP example (GV3, `docs/format.md` ("RDB value")) with our encoder and CRC: identical bytes.
     let mut gv3 = ModuleValue::new(4);
     gv3.u(3).u(1).u(13).u(2).u(10).d(0.05).u(5);
     gv3.d(f64::from_le_bytes(

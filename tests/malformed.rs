@@ -1,10 +1,10 @@
 //! Hostile and corrupt input: DUMP payloads (RESTORE, with the CRC64 fixed so Redis hands the
 //! value to the module) and SCANDUMP headers / chunks (LOADCHUNK), mutated field by field, byte
 //! by byte and truncated at every length. Every one must get an error (`ERR Bad data format`
-//! for RESTORE, the exact §7.3 text for LOADCHUNK) or become a valid filter; after an error
+//! for RESTORE, the exact `docs/format.md` ("LOADCHUNK") text for LOADCHUNK) or become a valid filter; after an error
 //! the key does not exist; the server answers PING throughout and at the end.
 //!
-//! Expected verdicts come from `shared/spec/redisbloom-compat.md` §7.3 / §8.2, computed here
+//! Expected verdicts come from `docs/format.md` ("LOADCHUNK") / `docs/format.md` ("RDB value"), computed here
 //! with the independent model of `fxutil`, not with the module's code.
 
 mod common;
@@ -307,7 +307,7 @@ fn restore_mutated_fields_truncations_and_byte_flips() {
         field_case("error as unsigned", j, 1, Some(Field::U(0)), Expect::Fail);
         field_case("missing layer size", j, 7, None, Expect::Fail);
         field_case("missing n2", j, 5, None, Expect::Fail);
-        // Not checked on RDB load (§8.2): entries 0, layer size > entries.
+        // Not checked on RDB load (`docs/format.md` ("RDB value")): entries 0, layer size > entries.
         field_case("entries 0", j, 0, Some(Field::U(0)), Expect::Either);
         field_case(
             "layer size 1000",
@@ -521,7 +521,7 @@ fn restore_mutated_fields_truncations_and_byte_flips() {
 
 // ---------------------------------------------------------------------------- LOADCHUNK
 
-/// §7.3 verdict on a LOADCHUNK header: Some(true) = must be accepted, Some(false) = must be
+/// `docs/format.md` ("LOADCHUNK") verdict on a LOADCHUNK header: Some(true) = must be accepted, Some(false) = must be
 /// refused, None = implementation-defined (C conversion of an out-of-range hash count, a hash
 /// count above any real filter's, or a bit array too large to allocate).
 fn header_verdict(h: &[u8]) -> Option<bool> {
@@ -887,7 +887,7 @@ fn loadchunk_header_mutations() {
     assert!(server.is_alive());
 }
 
-/// §7.3 verdict for a data chunk on a filter with layers of the given byte sizes:
+/// `docs/format.md` ("LOADCHUNK") verdict for a data chunk on a filter with layers of the given byte sizes:
 /// Ok((layer, offset)) or the exact error reply.
 fn chunk_verdict(layers: &[u64], iter: i64, len: usize) -> Result<(usize, usize), &'static str> {
     let len_i = len as i64;
@@ -1011,7 +1011,7 @@ fn absurd_but_valid_headers_fail_on_growth_without_crashing() {
     let mut c = server.conn();
     let bpe = (0.01f64.ln() / fxutil::LN2_SQUARED).abs();
     let k = (LN2 * bpe).ceil() as u32;
-    // §7.3: size = entries = 3.6e14, growth 1: accepted; the next new item needs a gigantic
+    // `docs/format.md` ("LOADCHUNK"): size = entries = 3.6e14, growth 1: accepted; the next new item needs a gigantic
     // layer → `ERR problem inserting into filter`, nothing changes.
     let big = 360_000_000_000_000u64;
     let h = header_bytes(

@@ -1,4 +1,4 @@
-//! Operability (DECISIONS.md D3–D5) against `REDIS_SERVER` (default `redis-server`): module
+//! Operability (`docs/commands.md` ("Memory limits", "Additions", "Replication and AOF")) against `REDIS_SERVER` (default `redis-server`): module
 //! configs, keyspace notifications, COPY and digests, `INFO bf`, command metadata and ACL,
 //! generic key commands. The scenarios live in `operability_cases/` and also run on valkey
 //! (`tests/valkey.rs`).

@@ -3,8 +3,8 @@
 //! LOADCHUNK-made legacy 32-bit filter, a filter whose layer spans two 16 MiB SCANDUMP chunks)
 //! must come back identical — BF.INFO, BF.DEBUG, BF.CARD, every SCANDUMP byte, every member and
 //! the answers for 10 000 non-members — after DEBUG RELOAD, SAVE + restart, an AOF rewrite
-//! without RDB preamble + restart, AOF replay (also under other module defaults, D5),
-//! DUMP/RESTORE, SCANDUMP→LOADCHUNK (same and other server) and on a replica (D5).
+//! without RDB preamble + restart, AOF replay (also under other module defaults, `docs/commands.md` "Replication and AOF"),
+//! DUMP/RESTORE, SCANDUMP→LOADCHUNK (same and other server) and on a replica (`docs/commands.md` "Replication and AOF").
 
 mod common;
 
@@ -999,7 +999,7 @@ fn aof_rewrite_without_preamble_keeps_every_filter() {
     );
 
     // The rewritten base AOF is plain commands: per key, BF.LOADCHUNK of the header then of
-    // every chunk exactly as a SCANDUMP walk gives them (§8.3).
+    // every chunk exactly as a SCANDUMP walk gives them (`docs/format.md` ("AOF rewrite")).
     let base = aof_files(server.dir.path(), "b");
     assert_eq!(base.len(), 1, "one base file");
     assert!(
@@ -1066,7 +1066,7 @@ fn keyword_value<'a>(args: &'a [Bytes], word: &str) -> Option<&'a [u8]> {
 }
 
 /// Filters a key's dup-add history is built from: the adds that change nothing must not be
-/// replicated (D5).
+/// replicated (`docs/commands.md` "Replication and AOF").
 fn dup_ops() -> Vec<Op> {
     vec![
         Op::Reserve {
@@ -1113,7 +1113,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Starts a server with [`OTHER_DEFAULTS`] and checks they are in force (an auto-created
-/// filter gets capacity 7 and layer error 0.1), so D5 checks against it can fail.
+/// filter gets capacity 7 and layer error 0.1), so the replication checks against it can fail.
 fn start_with_other_defaults(extra: &[(&str, &str)]) -> Server {
     let server = Server::start_with(&OTHER_DEFAULTS, extra);
     let mut con = server.conn();
@@ -1139,7 +1139,7 @@ fn aof_replay_keeps_every_filter_whatever_the_defaults() {
     ops.extend(dup_ops());
     let f = Fixture::create(&mut con, &ops);
 
-    // What went into the AOF (D5): implicit creations as explicit BF.INSERT with the creating
+    // What went into the AOF (`docs/commands.md` "Replication and AOF"): implicit creations as explicit BF.INSERT with the creating
     // server's parameters; adds that changed nothing are absent.
     let mut cmds = Vec::new();
     for file in aof_files(server.dir.path(), "i") {
@@ -1597,7 +1597,7 @@ fn replica_matches_primary_whatever_its_defaults() {
     wait_synced(&mut pcon, &mut rcon);
 
     // Written after the replica attached: implicit creations use the primary's defaults on
-    // both sides (D5).
+    // both sides (`docs/commands.md` "Replication and AOF").
     let late = late_ops();
     run_ops(&mut pcon, &late);
     wait_synced(&mut pcon, &mut rcon);

@@ -5,7 +5,7 @@
 //! return a SCANDUMP byte-identical to the primary's.
 //!
 //! Covered: a replica attached before the writes whose module defaults differ from the
-//! primary's (`INITIAL_SIZE 7 ERROR_RATE 0.2`, DECISIONS.md D5); that replica shut down and
+//! primary's (`INITIAL_SIZE 7 ERROR_RATE 0.2`, `docs/commands.md` ("Replication and AOF")); that replica shut down and
 //! restarted while writes go on (partial resynchronisation, checked with the primary's
 //! `sync_partial_ok`), then killed with SIGKILL and restarted without its RDB while writes go on
 //! (full resynchronisation under load); a replica attached after all writes (full sync); and
@@ -455,7 +455,7 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     let on_b = assert_all_present(&mut bc, "replica B", &exp, 4000);
     let bytes_a = verify_dumps(&mut pc, &mut ac, "replica A");
     let bytes_b = verify_dumps(&mut pc, &mut bc, "replica B");
-    // D5: an implicitly created filter has the primary's defaults (100, 0.01) on replica A
+    // `docs/commands.md` ("Replication and AOF"): an implicitly created filter has the primary's defaults (100, 0.01) on replica A
     // although its own are (7, 0.2).
     let debug: Vec<String> = common::cmd("BF.DEBUG").arg(key(2)).query(&mut ac).unwrap();
     assert!(

@@ -24,7 +24,7 @@ const REDIS_VERSION = JSON.parse(readFileSync(join(HERE, 'node_modules', 'redis'
 const INFO_KEYS = ['Capacity', 'Size', 'Number of filters', 'Number of items inserted', 'Expansion rate'];
 
 // ---------------------------------------------------------------------------------------------
-// Independent model of the module's sizing (shared/spec/redisbloom-compat.md §3, §4, §8.4).
+// Independent model of the module's sizing (`docs/format.md` ("Layer sizing", "The chain", "Memory accounting")).
 const LN2_SQUARED = 0.480453013918201;
 function layerBytes(capacity, error) {
   const bpe = Math.abs(Math.log(error) / LN2_SQUARED);

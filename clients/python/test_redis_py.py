@@ -47,7 +47,7 @@ INFO_KEYS = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Independent model of the module's sizing (shared/spec/redisbloom-compat.md §3, §4, §8.4), used
+# Independent model of the module's sizing (`docs/format.md` ("Layer sizing", "The chain", "Memory accounting")), used
 # to assert exact BF.INFO Size / Capacity values.
 
 LN2 = 0.693147180559945

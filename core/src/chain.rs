@@ -1,21 +1,21 @@
 //! The scalable chain of Bloom layers (Almeida, Baquero, Preguiça & Hutchison, "Scalable Bloom
 //! Filters", Information Processing Letters 101(6), 2007), with RedisBloom's parameters:
-//! tightening ratio 0.5, growth = the filter's expansion (`shared/spec/redisbloom-compat.md` §4).
+//! tightening ratio 0.5, growth = the filter's expansion (`docs/format.md` ("The chain")).
 
 use super::hash::HashPair;
 use super::layer::{Layer, LayerError, LayerParams, OPT_FORCE64, OPT_NOROUND, OPT_NO_SCALING};
 
 /// Each new layer's error rate is the previous one's times this (and a scaling filter's first
 /// layer gets the requested error rate times this), so the chain's compound error stays below
-/// the requested rate (Almeida et al. 2007, §4).
+/// the requested rate (Almeida et al. 2007, `docs/format.md` ("The chain")).
 pub const TIGHTENING_RATIO: f64 = 0.5;
 
 /// Default expansion (growth factor) of a new filter.
 pub const DEFAULT_EXPANSION: u32 = 2;
 
-/// `sizeof` of RedisBloom's chain struct on 64-bit builds; part of the memory formula (§8.4).
+/// `sizeof` of RedisBloom's chain struct on 64-bit builds; part of the memory formula (`docs/format.md` ("Memory accounting")).
 pub const CHAIN_OVERHEAD: u64 = 32;
-/// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (§8.4).
+/// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (`docs/format.md` ("Memory accounting")).
 pub const LAYER_OVERHEAD: u64 = 64;
 
 /// How many items ahead of the one being tested the batch paths prefetch bit positions.
@@ -217,7 +217,7 @@ impl Chain {
         }
     }
 
-    /// Adds `item` (§4): an item some layer already reports is not added again; otherwise,
+    /// Adds `item` (`docs/format.md` ("The chain")): an item some layer already reports is not added again; otherwise,
     /// when the newest layer is full, a non-scaling chain refuses and a scaling one appends a
     /// layer of `entries × growth` capacity and half the error rate, whose bit array may be
     /// at most `max_new_layer_bytes` long. Nothing changes on error.
@@ -300,7 +300,7 @@ impl Chain {
     }
 
     /// Memory usage in bytes as RedisBloom reports it: 32 + Σ (64 + layer bytes)
-    /// (§8.4; BF.INFO Size and the type's mem_usage callback).
+    /// (`docs/format.md` ("Memory accounting"); BF.INFO Size and the type's mem_usage callback).
     pub fn mem_usage(&self) -> u64 {
         CHAIN_OVERHEAD
             + self
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn growth_example() {
-        // §4: BF.RESERVE bf 0.01 10 then 100 distinct adds.
+        // `docs/format.md` ("The chain"): BF.RESERVE bf 0.01 10 then 100 distinct adds.
         let mut c = Chain::new(10, 0.01, 2, false, u64::MAX).unwrap();
         let mut added = 0;
         for i in 0..100 {

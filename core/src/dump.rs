@@ -1,4 +1,4 @@
-//! The SCANDUMP / LOADCHUNK dump format (`shared/spec/redisbloom-compat.md` §7): a packed
+//! The SCANDUMP / LOADCHUNK dump format (`docs/format.md` ("SCANDUMP")): a packed
 //! little-endian header for iterator 0, then the layers' bit arrays as chunks addressed by a
 //! 1-based byte iterator.
 
@@ -26,7 +26,7 @@ pub enum ChunkError {
     OutOfMemory,
 }
 
-/// Encodes the header of `chain`: 20 + 53 × layers bytes (§7.2).
+/// Encodes the header of `chain`: 20 + 53 × layers bytes (`docs/format.md` ("SCANDUMP header")).
 pub fn encode_header(chain: &Chain) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * chain.layers.len());
     out.extend_from_slice(&chain.size.to_le_bytes());
@@ -74,7 +74,7 @@ impl Fields<'_> {
     }
 }
 
-/// Decodes a header into a chain with zeroed bit arrays, applying every check of §7.3
+/// Decodes a header into a chain with zeroed bit arrays, applying every check of `docs/format.md` ("LOADCHUNK")
 /// (exact length, layer count > 0, per-layer integrity, option mask, Σ layer sizes = chain
 /// size) before allocating anything. The bit arrays together may be at most `max_bytes`.
 ///
@@ -161,7 +161,7 @@ fn locate(chain: &Chain, offset: u64) -> Option<(usize, usize)> {
     None
 }
 
-/// One SCANDUMP step for `iter` ≥ 1 (§7.1): the bytes from offset `iter − 1` to the end of its
+/// One SCANDUMP step for `iter` ≥ 1 (`docs/format.md` ("SCANDUMP")): the bytes from offset `iter − 1` to the end of its
 /// layer, at most [`MAX_CHUNK_BYTES`], and the next iterator (`iter + len`). Past the end, or
 /// for `iter` < 1: `(0, [])`.
 pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
@@ -179,7 +179,7 @@ pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
     }
 }
 
-/// Applies a LOADCHUNK data chunk to an existing chain (§7.3): `iter` is the iterator SCANDUMP
+/// Applies a LOADCHUNK data chunk to an existing chain (`docs/format.md` ("LOADCHUNK")): `iter` is the iterator SCANDUMP
 /// returned *with* the chunk, so the chunk starts at byte `iter − len − 1`. Counters are not
 /// touched.
 ///

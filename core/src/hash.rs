@@ -1,8 +1,8 @@
 //! Item hashing: MurmurHash64A (all modern filters) and the legacy 32-bit MurmurHash2.
 //!
 //! Both functions are the textbook ones by Austin Appleby; the seeds and the
-//! "two hashes per item" scheme follow `shared/spec/redisbloom-compat.md` §2, so the bit
-//! positions we compute are identical to RedisBloom's (DECISIONS.md D1: never `ahash`, never
+//! "two hashes per item" scheme follow `docs/format.md` ("Hashing") so the bit
+//! positions we compute are identical to RedisBloom's (`docs/format.md` ("Hashing"): never `ahash`, never
 //! `std`'s `DefaultHasher` — their output is not stable across builds).
 
 use strength_reduce::StrengthReducedU64;
@@ -68,7 +68,7 @@ pub fn murmur2_32(data: &[u8], seed: u32) -> u32 {
     h
 }
 
-/// The two hash values from which all k bit positions of an item are derived (§2.2).
+/// The two hash values from which all k bit positions of an item are derived (`docs/format.md` ("Bit positions")).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HashPair {
     /// First hash.
@@ -96,7 +96,7 @@ impl HashPair {
         }
     }
 
-    /// The i-th bit position modulo `modulus`: `(a + i·b) mod 2^64 mod modulus` (§2.2).
+    /// The i-th bit position modulo `modulus`: `(a + i·b) mod 2^64 mod modulus` (`docs/format.md` ("Bit positions")).
     #[inline]
     pub fn position(&self, i: u64, modulus: u64) -> u64 {
         self.a.wrapping_add(i.wrapping_mul(self.b)) % modulus
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn bit_positions_example() {
-        // §2.2: bits 11072, k = 8, item "hello".
+        // `docs/format.md` ("Bit positions"): bits 11072, k = 8, item "hello".
         let p = HashPair::hash64(b"hello");
         let got: Vec<u64> = (0..8).map(|i| p.position(i, 11072)).collect();
         assert_eq!(got, vec![11033, 2749, 3681, 6469, 7401, 10189, 1905, 2837]);

@@ -1,6 +1,6 @@
 //! One Bloom layer ("link" / "sub-filter"): sizing, bit positions, test and set.
 //!
-//! Sizing follows `shared/spec/redisbloom-compat.md` §3 bit for bit; the formulas are the
+//! Sizing follows `docs/format.md` ("Layer sizing") bit for bit; the formulas are the
 //! classic optimum for a Bloom filter (bits per entry = −ln(p)/ln²2, k = ln2 · bits per entry,
 //! e.g. Broder & Mitzenmacher, "Network Applications of Bloom Filters", 2004) with RedisBloom's
 //! truncated constants and rounding.
@@ -40,12 +40,12 @@ pub enum LayerError {
     OutOfMemory,
 }
 
-/// Bits per entry for an error rate: `|ln(error) / ln²2|` (§3).
+/// Bits per entry for an error rate: `|ln(error) / ln²2|` (`docs/format.md` ("Layer sizing")).
 pub fn bits_per_entry(error: f64) -> f64 {
     (error.ln() / LN2_SQUARED).abs()
 }
 
-/// Hash count for a bits-per-entry value: `ceil(ln2 · bpe)` (§3). Saturates at `u32::MAX`.
+/// Hash count for a bits-per-entry value: `ceil(ln2 · bpe)` (`docs/format.md` ("Layer sizing")). Saturates at `u32::MAX`.
 pub fn hash_count(bpe: f64) -> u32 {
     (LN2 * bpe).ceil() as u32
 }
@@ -70,8 +70,8 @@ pub struct LayerParams {
 }
 
 impl LayerParams {
-    /// Sizes a layer for `capacity` items at false-positive rate `error`, following §3.1
-    /// (`options` has NOROUND) or §3.2 (legacy power-of-two layers).
+    /// Sizes a layer for `capacity` items at false-positive rate `error`, following `docs/format.md` ("Exact-size layers")
+    /// (`options` has NOROUND) or `docs/format.md` ("Power-of-two layers") (legacy power-of-two layers).
     ///
     /// Errors: [`LayerError::Invalid`] when capacity is 0, error ∉ (0, 1), or the size does
     /// not fit in 64 bits.
@@ -128,7 +128,7 @@ impl LayerParams {
     }
 
     /// Integrity test applied to layers read from a dump header or an RDB value
-    /// (§7.3, §8.2): 0 < error < 1, n2 ≤ 63, n2 = 0 or bits ≥ 2^n2, bits ≠ 0,
+    /// (`docs/format.md` ("LOADCHUNK", "RDB value")): 0 < error < 1, n2 ≤ 63, n2 = 0 or bits ≥ 2^n2, bits ≠ 0,
     /// bits = bytes × 8, hashes = ceil(ln2 · bpe); and, stricter than RedisBloom for data no
     /// filter can produce: 1 ≤ hashes ≤ [`MAX_HASHES`] (a layer with k = 0, from a bpe of NaN
     /// or ≤ 0, would report every item present).
@@ -187,7 +187,7 @@ pub const PREPARED_MODULUS_MAX_BYTES: u64 = 4 << 20;
 /// One Bloom layer: its parameters, its item count and its bit array.
 ///
 /// Bit `x` lives in byte `x / 8` at mask `1 << (x % 8)` (LSB first), which is also the byte
-/// order of SCANDUMP chunks and RDB strings (DECISIONS.md D2).
+/// order of SCANDUMP chunks and RDB strings (`docs/format.md`: every field is little-endian).
 ///
 /// Build it with [`Layer::new`] or [`Layer::from_parts`]; `params` must not change afterwards
 /// (the layer keeps its modulus prepared for fast remainders).
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn sizing_table() {
-        // (error, capacity, bpe, k, bytes, bits) from §3.1.
+        // (error, capacity, bpe, k, bytes, bits) from `docs/format.md` ("Exact-size layers").
         let rows: [(f64, u64, f64, u32, u64, u64); 8] = [
             (0.005, 100, 11.027753, 8, 144, 1152),
             (0.005, 1000, 11.027753, 8, 1384, 11072),

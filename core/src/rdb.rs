@@ -1,4 +1,4 @@
-//! The RDB value of a `MBbloom--` key (`shared/spec/redisbloom-compat.md` §8.2), written and read
+//! The RDB value of a `MBbloom--` key (`docs/format.md` ("RDB value")), written and read
 //! through small reader/writer traits so the encoding is testable without Redis.
 //!
 //! Layout (encoding version 4; U = unsigned, D = double, S = string buffer):

@@ -1,6 +1,6 @@
 //! The module's number parsers (`redis_bf::module::args`): no panic on any bytes; an accepted
 //! integer is exactly its canonical decimal text (Redis' string2ll rules); every i64 and every
-//! non-NaN f64 printed the way the module prints it (D5 replicates implicit creations with
+//! non-NaN f64 printed the way the module prints it (`docs/commands.md` "Replication and AOF": the module replicates implicit creations with
 //! `format!("{}", error)`, and `CONFIG GET bf.error-rate` with `format!("{:?}", rate)`) parses
 //! back to the same value.
 #![no_main]

@@ -4,7 +4,7 @@
 //!
 //! Allocation uses `RedisModule_TryAlloc` (Redis ≥ 7.0), which returns null on failure
 //! instead of aborting the server; `Vec::try_reserve_exact` in the core therefore reports a
-//! too-large bit array as an error (DECISIONS.md D3).
+//! too-large bit array as an error (`docs/commands.md` ("Memory limits")).
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -1,4 +1,4 @@
-//! Argument parsing with Redis' own number rules: strict decimal integers (no `+`, no leading
+//! Argument parsing with Redis' own number rules (`docs/commands.md` ("Common rules")): strict decimal integers (no `+`, no leading
 //! zeros, no spaces, must fit in i64) and doubles read by C's `strtod` over the whole argument
 //! (`inf`, hex floats, `.5`, `1e-3` accepted; `nan`, trailing characters, leading spaces and
 //! out-of-range values such as `1e999` rejected).

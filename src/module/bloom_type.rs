@@ -1,6 +1,6 @@
 //! The native data type `MBbloom--` (encoding version 4) and its callbacks: RDB save/load,
-//! AOF rewrite, memory usage, free, copy and digest (`redisbloom-compat.md` §8,
-//! DECISIONS.md D4/D7). Every callback catches panics: none may unwind into Redis.
+//! AOF rewrite, memory usage, free, copy and digest (`docs/format.md` ("RDB value",
+//! "AOF rewrite"); `docs/commands.md` ("Type and key commands")). Every callback catches panics: none may unwind into Redis.
 
 use crate::bloom::dump::{chunk_at, encode_header};
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};

@@ -1,7 +1,7 @@
-//! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (DECISIONS.md D4):
+//! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md` ("Additions")):
 //! arity, summary and one key spec (the key at index 1) per command, registered with
-//! `RedisModule_SetCommandInfo` directly because the crate's path needs Redis ≥ 7.2
-//! (`shared/notes/redis-module-crate.md`).
+//! `RedisModule_SetCommandInfo` directly because the crate's path needs Redis ≥ 7.2 (on 7.0 its
+//! `#[command]` macro makes the module fail to load).
 
 use redis_module::commands::{BeginSearch, FindKeys, KeySpec, KeySpecFlags};
 use redis_module::{raw, Context};

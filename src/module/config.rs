@@ -1,4 +1,4 @@
-//! Module configs, readable and settable at runtime with `CONFIG GET/SET bf.<name>` (Redis ≥ 7.0),
+//! Module configs (`docs/commands.md` ("Configs")), readable and settable at runtime with `CONFIG GET/SET bf.<name>` (Redis ≥ 7.0),
 //! settable in the server's config file (`bf.<name> value`) or with
 //! `MODULE LOADEX path CONFIG bf.<name> value`, and also accepted as `loadmodule` arguments
 //! together with RedisBloom's `INITIAL_SIZE` / `ERROR_RATE` / `CF_MAX_EXPANSIONS`:

@@ -1,4 +1,5 @@
-//! Limits for new bit arrays, and what replicated writes do when memory truly runs out.
+//! Limits for new bit arrays, and what replicated writes do when memory truly runs out
+//! (`docs/commands.md` ("Memory limits")).
 //!
 //! A new filter or layer is a write like any other. Under an eviction policy Redis evicts
 //! keys before a write runs (and again after it), so only what can never fit is refused: an

@@ -7,6 +7,7 @@ pub mod bloom_type;
 pub mod command_info;
 pub mod commands;
 pub mod config;
+pub mod load_guard;
 pub mod memory;
 pub mod reply;
 pub mod stats;
@@ -159,6 +160,35 @@ fn register_raw(
     Ok(())
 }
 
+/// The crate version (`Cargo.toml`) in RedisBloom's encoding, major·10000 + minor·100 + patch
+/// (0.1.0 → 100): what `MODULE LIST` shows as `ver` and `INFO bf` as `bf_version`.
+pub const MODULE_VERSION: i32 = encode_version(
+    env!("CARGO_PKG_VERSION_MAJOR"),
+    env!("CARGO_PKG_VERSION_MINOR"),
+    env!("CARGO_PKG_VERSION_PATCH"),
+);
+
+/// `major·10000 + minor·100 + patch` from the three decimal strings Cargo provides.
+const fn encode_version(major: &str, minor: &str, patch: &str) -> i32 {
+    const fn num(s: &str) -> i32 {
+        let b = s.as_bytes();
+        let mut v = 0;
+        let mut i = 0;
+        while i < b.len() {
+            assert!(b[i].is_ascii_digit(), "version parts are decimal numbers");
+            v = v * 10 + (b[i] - b'0') as i32;
+            i += 1;
+        }
+        v
+    }
+    let (minor, patch) = (num(minor), num(patch));
+    assert!(
+        minor < 100 && patch < 100,
+        "minor and patch must stay below 100"
+    );
+    num(major) * 10000 + minor * 100 + patch
+}
+
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
@@ -206,7 +236,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 // (`ERR wrong number of arguments for 'bf.add' command`), as RedisBloom's replies do.
 redis_module! {
     name: "bf",
-    version: 1,
+    version: MODULE_VERSION,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
     data_types: [BLOOM_TYPE, WINDOW_TYPE],
     acl_categories: ["bloom",],

@@ -1,4 +1,4 @@
-//! Module-wide counters behind the `INFO bf` section (DECISIONS.md D4): filters, layers,
+//! Module-wide counters behind the `INFO bf` section (`docs/commands.md` ("Additions")): filters, layers,
 //! items and bit-array bytes currently held by this server, updated on every create, load,
 //! copy, growth, add and free.
 
@@ -70,7 +70,8 @@ pub fn filter_changed(before: Footprint, chain: &Chain) {
     );
 }
 
-/// The `INFO` callback: section `bf` with `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`.
+/// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
+/// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`.
 ///
 /// # Safety
 /// Called by Redis with a live info context.
@@ -78,6 +79,11 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
     // SAFETY: `ctx` is the live info context; the strings are NUL-terminated literals.
     unsafe {
         raw::RedisModule_InfoAddSection.unwrap()(ctx, std::ptr::null());
+        raw::RedisModule_InfoAddFieldLongLong.unwrap()(
+            ctx,
+            c"version".as_ptr(),
+            super::MODULE_VERSION.into(),
+        );
         for (name, v) in [
             (c"filters", &FILTERS),
             (c"layers", &LAYERS),

@@ -2,8 +2,8 @@
 //! 127.0.0.1 port inside a temporary directory, and always stops it (Drop).
 //!
 //! Environment:
-//! - `BF_MODULE`: path of the module (default `target/release/libredis_bf.so`, built by
-//!   `scripts/test.sh` before `cargo test`).
+//! - `BF_MODULE`: path of the module (default: the `libredis_bf.so` this `cargo test` built;
+//!   see [`module_path`]).
 //! - `REDIS_SERVER`: server binary (default `redis-server`; a `valkey-server` works too).
 #![allow(dead_code)]
 
@@ -13,17 +13,43 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Path of the module shared object under test.
+///
+/// `BF_MODULE` when set (used as is). Otherwise the `libredis_bf.so` that `cargo test` built
+/// beside this test binary (`target/<profile>/deps/`) in the same run, so a test always runs
+/// the current source, whatever `target/release/libredis_bf.so` holds; outside `cargo test`
+/// (no such file there), `target/release/libredis_bf.so`. Either way the module is refused,
+/// with the command that fixes it, when any source it is built from (`src/**`, `core/src/**`,
+/// `build.rs`) is newer than it.
 pub fn module_path() -> PathBuf {
-    let p = std::env::var_os("BF_MODULE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so")
-        });
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(find_module).clone()
+}
+
+fn find_module() -> PathBuf {
+    if let Some(p) = std::env::var_os("BF_MODULE") {
+        let p = PathBuf::from(p);
+        assert!(p.exists(), "BF_MODULE={} not found", p.display());
+        return p;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("libredis_bf.so")))
+        .filter(|p| p.exists());
+    let p = beside.unwrap_or_else(|| root.join("target/release/libredis_bf.so"));
     assert!(
         p.exists(),
         "module {} not found: run `cargo build --release` first (scripts/test.sh does)",
         p.display()
     );
+    if let Some(newer) = newer_source(&p, root) {
+        panic!(
+            "module {} is older than {}: it would test a stale build. Run `cargo build --release` \
+             (or `cargo test --release`, which rebuilds it), or set BF_MODULE to the module to test",
+            p.display(),
+            newer.display()
+        );
+    }
     p
 }
 
@@ -47,6 +73,37 @@ pub fn server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> C
     }
     cmd.arg("--loadmodule").arg(module_path());
     cmd
+}
+
+/// The first source of the module under `root` (`build.rs`, `src/**`, `core/src/**`) modified
+/// after `module`, if any. (The manifests are left out: touching one without a change that
+/// matters rebuilds nothing, and the module would then be refused forever.)
+pub fn newer_source(module: &Path, root: &Path) -> Option<PathBuf> {
+    let built = modified(module);
+    let mut sources = vec![root.join("build.rs")];
+    for dir in ["src", "core/src"] {
+        collect_files(&root.join(dir), &mut sources);
+    }
+    sources.into_iter().find(|s| modified(s) > built)
+}
+
+/// Modification time of `p` (the epoch when it cannot be read).
+fn modified(p: &Path) -> std::time::SystemTime {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// Every file under `dir`, recursively.
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
 }
 
 /// The server binary to run.

@@ -1,8 +1,8 @@
 //! Helpers shared by `tests/fixtures.rs`, `tests/legacy.rs` and `tests/malformed.rs`:
 //! a raw pipelining RESP2/RESP3 client, a launcher for redis-server on a prepared directory,
 //! Redis' CRC64, an RDB module-value / DUMP-payload builder, C's `%g`, and an independent
-//! model of RedisBloom's filter written from `shared/spec/redisbloom-compat.md` (§2 hashing,
-//! §3 sizing, §4 chain, §7.2 header, §8.2 RDB value). Nothing here calls the module's code
+//! model of RedisBloom's filter written from `docs/format.md` (`docs/format.md` ("Hashing") hashing,
+//! `docs/format.md` ("Layer sizing") sizing, `docs/format.md` ("The chain") chain, `docs/format.md` ("SCANDUMP header") header, `docs/format.md` ("RDB value") RDB value). Nothing here calls the module's code
 //! except the two hash functions (`murmur64a`, `murmur2_32`), which are pinned against the
 //! spec's check values by [`check_hash_functions`].
 #![allow(dead_code)]
@@ -562,7 +562,7 @@ impl ModuleValue {
 
 // ------------------------------------------------------------------------------ model
 
-/// ln 2 and (ln 2)² exactly as RedisBloom's source spells them (§3).
+/// ln 2 and (ln 2)² exactly as RedisBloom's source spells them (`docs/format.md` ("Layer sizing")).
 #[allow(clippy::approx_constant)]
 pub const LN2: f64 = 0.693147180559945;
 pub const LN2_SQUARED: f64 = 0.480453013918201;
@@ -570,7 +570,7 @@ pub const NOROUND: u32 = 1;
 pub const FORCE64: u32 = 4;
 pub const NO_SCALING: u32 = 8;
 
-/// The hash functions must give the spec's check values (§2.1, §2.3) before the model
+/// The hash functions must give the spec's check values (`docs/format.md` ("Hashing", "Legacy 32-bit hash")) before the model
 /// relies on them.
 pub fn check_hash_functions() {
     // (input, MurmurHash64A of it with the seed, then with that hash as the seed)
@@ -592,7 +592,7 @@ pub fn check_hash_functions() {
 }
 
 /// (a, b) of an item: MurmurHash64A pair when FORCE64 is set, else the MurmurHash2 pair
-/// zero-extended (§2.1, §2.3).
+/// zero-extended (`docs/format.md` ("Hashing", "Legacy 32-bit hash")).
 pub fn hash_pair(item: &[u8], options: u32) -> (u64, u64) {
     if options & FORCE64 != 0 {
         let a = murmur64a(item, 0xc6a4a7935bd1e995);
@@ -618,7 +618,7 @@ pub struct MLayer {
 }
 
 impl MLayer {
-    /// Sizes a layer per §3.1 (NOROUND) or §3.2 (power of two), zeroed bit array.
+    /// Sizes a layer per `docs/format.md` ("Exact-size layers") (NOROUND) or `docs/format.md` ("Power-of-two layers") (power of two), zeroed bit array.
     pub fn sized(capacity: u64, error: f64, options: u32) -> MLayer {
         assert!(capacity >= 1 && error > 0.0 && error < 1.0);
         let bpe = (error.ln() / LN2_SQUARED).abs();
@@ -658,7 +658,7 @@ impl MLayer {
         }
     }
 
-    /// Bit positions of a hash pair in this layer (§2.2).
+    /// Bit positions of a hash pair in this layer (`docs/format.md` ("Bit positions")).
     pub fn positions(&self, (a, b): (u64, u64)) -> Vec<u64> {
         let m = self.modulus();
         (0..u64::from(self.hashes))
@@ -678,7 +678,7 @@ impl MLayer {
         }
     }
 
-    /// The BF.DEBUG line of this layer (§5.8).
+    /// The BF.DEBUG line of this layer (`docs/commands.md` ("BF.DEBUG")).
     pub fn debug_line(&self, options: u32) -> String {
         format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
@@ -716,7 +716,7 @@ impl MChain {
         self.layers.iter().rev().any(|l| l.contains(h))
     }
 
-    /// §4: exists → nothing; newest full → refuse (non-scaling) or append a layer of
+    /// `docs/format.md` ("The chain"): exists → nothing; newest full → refuse (non-scaling) or append a layer of
     /// entries × growth at half the error; then set the bits and count.
     pub fn add(&mut self, item: &[u8]) -> MAdd {
         let h = hash_pair(item, self.options);
@@ -742,7 +742,7 @@ impl MChain {
         MAdd::Added
     }
 
-    /// The SCANDUMP header (§7.2).
+    /// The SCANDUMP header (`docs/format.md` ("SCANDUMP header")).
     pub fn header(&self) -> Vec<u8> {
         header_bytes(
             self.size,
@@ -766,7 +766,7 @@ impl MChain {
         out
     }
 
-    /// BF.DEBUG lines (§5.8).
+    /// BF.DEBUG lines (`docs/commands.md` ("BF.DEBUG")).
     pub fn debug_lines(&self) -> Vec<String> {
         let mut v = vec![format!("size:{}", self.size)];
         v.extend(self.layers.iter().map(|l| l.debug_line(self.options)));
@@ -783,7 +783,7 @@ impl MChain {
         o
     }
 
-    /// Raw RESP2 BF.INFO reply (§5.6, memory per §8.4).
+    /// Raw RESP2 BF.INFO reply (`docs/commands.md` ("BF.INFO"), memory per `docs/format.md` ("Memory accounting")).
     pub fn info_reply(&self) -> Vec<u8> {
         let cap: u64 = self.layers.iter().map(|l| l.entries).sum();
         let mem: u64 = 32 + self.layers.iter().map(|l| 64 + l.bytes).sum::<u64>();
@@ -801,7 +801,7 @@ impl MChain {
         .into_bytes()
     }
 
-    /// The encoding-version-4 RDB module value (§8.2), strings uncompressed.
+    /// The encoding-version-4 RDB module value (`docs/format.md` ("RDB value")), strings uncompressed.
     pub fn rdb_v4(&self) -> ModuleValue {
         let mut v = ModuleValue::new(4);
         v.u(self.size)

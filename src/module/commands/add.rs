@@ -1,6 +1,6 @@
 //! `BF.ADD key item`, `BF.MADD key item [item …]` and
 //! `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …`
-//! (`redisbloom-compat.md` §5.3–§5.4; DECISIONS.md D5 for replication, D6 for keyword matching).
+//! (`docs/commands.md` ("BF.ADD", "BF.INSERT"); `docs/commands.md` ("Replication and AOF") for replication, `docs/commands.md` ("Argument handling") for keyword matching).
 
 use super::create_filter;
 use crate::bloom::{AddError, AddOutcome};
@@ -362,7 +362,7 @@ fn add_items(
         unsafe { raw::RedisModule_ReplySetArrayLength.unwrap()(ctx.get_raw(), sent as c_long) };
     }
     stats::filter_changed(before, chain);
-    // Replicas and the AOF get exactly the items that were added (DECISIONS.md D5): items that
+    // Replicas and the AOF get exactly the items that were added (`docs/commands.md` ("Replication and AOF")): items that
     // were already present change nothing, and items refused here (a full filter, a growth
     // over a memory limit) must not be added by a replica or a replay that is not limited.
     // Starting from the same state, the same items give the same bits. The replicated command
@@ -418,7 +418,8 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
 }
 
 /// Replicates an implicit creation as an explicit
-/// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (DECISIONS.md D5), so
+/// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (`docs/commands.md`
+/// ("Replication and AOF")), so
 /// replicas and AOF replays do not depend on their own defaults. `items` are the client's
 /// argument strings, shared rather than copied; the options are passed as C strings and
 /// integers, which Redis turns into strings itself.

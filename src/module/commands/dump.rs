@@ -1,4 +1,4 @@
-//! BF.SCANDUMP key iter and BF.LOADCHUNK key iter data (`redisbloom-compat.md` §7).
+//! BF.SCANDUMP key iter and BF.LOADCHUNK key iter data (`docs/format.md` ("SCANDUMP")).
 
 use crate::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header, ChunkError};
 use crate::module::args::parse_i64;

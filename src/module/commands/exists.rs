@@ -1,4 +1,4 @@
-//! BF.EXISTS key item and BF.MEXISTS key item [item …] (`redisbloom-compat.md` §5.5).
+//! BF.EXISTS key item and BF.MEXISTS key item [item …] (`docs/commands.md` ("BF.EXISTS")).
 //! A missing key, or a key of another type (a RedisBloom quirk kept on purpose), answers 0.
 
 use crate::bloom::Chain;

@@ -1,5 +1,5 @@
 //! BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION], BF.CARD key and BF.DEBUG key
-//! (`redisbloom-compat.md` §5.6–§5.8).
+//! (`docs/commands.md` ("BF.INFO", "BF.CARD", "BF.DEBUG")).
 
 use crate::bloom::layer::OPT_FORCE64;
 use crate::bloom::Chain;
@@ -97,7 +97,7 @@ pub fn bf_debug(ctx: &Context, args: &[RedisString]) -> Reply {
     )
 }
 
-/// The BF.DEBUG lines of a chain (§5.8): `size:N`, then one line per layer, oldest first.
+/// The BF.DEBUG lines of a chain (`docs/commands.md` ("BF.DEBUG")): `size:N`, then one line per layer, oldest first.
 /// Every layer has `bits` ≠ 0 (sizing and `LayerParams::is_consistent` guarantee it).
 pub fn debug_lines(chain: &Chain) -> Vec<String> {
     let width = if chain.options & OPT_FORCE64 != 0 {

@@ -1,5 +1,5 @@
 //! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
-//! (`redisbloom-compat.md` §5.2; DECISIONS.md D6: options are looked for only after the
+//! (`docs/commands.md` ("BF.RESERVE"); `docs/commands.md` ("Argument handling"): options are looked for only after the
 //! capacity, unknown trailing arguments and expansions ≥ 2^32 are errors).
 
 use super::create_filter;

@@ -1,0 +1,214 @@
+//! How big a filter is, and what happens past its capacity, computed with the crate's pure
+//! core (`redis_bf::bloom`, the sizing code the module runs; no server needed, nothing is
+//! allocated). The README's "Sizing a filter" tables are this program's output, and
+//! `tests/sizing_table.rs` checks that they still are.
+//!
+//! ```sh
+//! cargo run --release --example sizing                      # the README tables
+//! cargo run --release --example sizing -- 5000000 0.001 4   # one plan: capacity, error, expansion
+//! ```
+
+use redis_bf::bloom::chain::{CHAIN_OVERHEAD, LAYER_OVERHEAD, TIGHTENING_RATIO};
+use redis_bf::bloom::layer::{LayerParams, OPT_FORCE64, OPT_NOROUND, OPT_NO_SCALING};
+use std::fmt::Write;
+
+/// Options of filters made by commands: exact bit counts, 64-bit hash.
+const OPTIONS: u32 = OPT_NOROUND | OPT_FORCE64;
+
+/// The layers a filter reserved with (capacity, error, expansion) has once it holds `items`
+/// items (every add new), oldest first; `None` for NONSCALING.
+pub fn layers(capacity: u64, error: f64, expansion: Option<u32>, items: u64) -> Vec<LayerParams> {
+    let Some(growth) = expansion else {
+        return vec![LayerParams::for_capacity(capacity, error, OPTIONS | OPT_NO_SCALING).unwrap()];
+    };
+    let mut out =
+        vec![LayerParams::for_capacity(capacity, error * TIGHTENING_RATIO, OPTIONS).unwrap()];
+    let mut total = capacity;
+    while total < items {
+        let last = out.last().unwrap();
+        let next = LayerParams::for_capacity(
+            last.entries * u64::from(growth),
+            last.error * TIGHTENING_RATIO,
+            OPTIONS,
+        )
+        .unwrap();
+        total += next.entries;
+        out.push(next);
+    }
+    out
+}
+
+/// `BF.INFO Size` (and `MEMORY USAGE` without Redis' key overhead): 32 + Σ (64 + bytes).
+pub fn info_size(layers: &[LayerParams]) -> u64 {
+    CHAIN_OVERHEAD + layers.iter().map(|l| LAYER_OVERHEAD + l.bytes).sum::<u64>()
+}
+
+/// Bytes as a short human figure (KiB, MiB, GiB with 3 significant digits).
+fn human(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else if v >= 100.0 {
+        format!("{v:.0} {}", units[u])
+    } else if v >= 10.0 {
+        format!("{v:.1} {}", units[u])
+    } else {
+        format!("{v:.2} {}", units[u])
+    }
+}
+
+/// A number with thin thousands separators (1,000,000).
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The textbook false-positive rate of a layer holding `n` items.
+fn layer_fp(l: &LayerParams, n: u64) -> f64 {
+    let k = f64::from(l.hashes);
+    (1.0 - (-k * n as f64 / l.bits as f64).exp()).powf(k)
+}
+
+/// Expected number of adds of new items answered 0 (a false positive at the time of the add,
+/// so not counted by BF.CARD) while `items` distinct items are added, by the textbook rate
+/// of each layer at its fill (integrated in 10,000 steps).
+fn expected_card_shortfall(capacity: u64, error: f64, expansion: Option<u32>, items: u64) -> f64 {
+    let plan = layers(capacity, error, expansion, items);
+    let steps = 10_000u64;
+    let mut missed = 0.0;
+    for s in 0..steps {
+        let added = items as f64 * (s as f64 + 0.5) / steps as f64;
+        let mut left = added as u64;
+        let mut miss = 1.0;
+        for l in &plan {
+            let n = left.min(l.entries);
+            left -= n;
+            miss *= 1.0 - layer_fp(l, n);
+        }
+        missed += (1.0 - miss) * items as f64 / steps as f64;
+    }
+    missed
+}
+
+/// The README tables.
+pub fn report() -> String {
+    let mut s = String::new();
+    let w = &mut s;
+    writeln!(w, "| capacity | error rate | `BF.INFO Size` (bytes) | bits per item | hashes (k) | first layer's rate | NONSCALING: Size, k |").unwrap();
+    writeln!(w, "|---:|---:|---:|---:|---:|---:|---:|").unwrap();
+    for capacity in [
+        1_000u64,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ] {
+        for error in [0.01, 0.001, 0.0001] {
+            let l = layers(capacity, error, Some(2), 0);
+            let n = layers(capacity, error, None, 0);
+            let size = info_size(&l);
+            writeln!(
+                w,
+                "| {} | {} | {} ({}) | {:.1} | {} | {} | {} ({}), {} |",
+                thousands(capacity),
+                error,
+                thousands(size),
+                human(size),
+                l[0].bits as f64 / capacity as f64,
+                l[0].hashes,
+                l[0].error,
+                thousands(info_size(&n)),
+                human(info_size(&n)),
+                n[0].hashes
+            )
+            .unwrap();
+        }
+    }
+    writeln!(w).unwrap();
+    let (capacity, error) = (1_000_000u64, 0.01);
+    writeln!(w, "Past the capacity: `BF.RESERVE k {error} {}` with each expansion, after 1×, 2×, 4× and 10× the capacity in distinct items.", thousands(capacity)).unwrap();
+    writeln!(w).unwrap();
+    writeln!(w, "| expansion | items added | layers | newest layer: capacity, rate, k, bytes | `BF.INFO Capacity` | `BF.INFO Size` |").unwrap();
+    writeln!(w, "|---:|---:|---:|---|---:|---:|").unwrap();
+    for growth in [1u32, 2, 4] {
+        for times in [1u64, 2, 4, 10] {
+            let plan = layers(capacity, error, Some(growth), capacity * times);
+            let last = plan.last().unwrap();
+            let size = info_size(&plan);
+            writeln!(
+                w,
+                "| {growth} | {}× = {} | {} | {}, {:e}, {}, {} | {} | {} ({}) |",
+                times,
+                thousands(capacity * times),
+                plan.len(),
+                thousands(last.entries),
+                last.error,
+                last.hashes,
+                thousands(last.bytes),
+                thousands(plan.iter().map(|l| l.entries).sum()),
+                thousands(size),
+                human(size)
+            )
+            .unwrap();
+        }
+    }
+    writeln!(w).unwrap();
+    for error in [0.01, 0.001] {
+        let short = expected_card_shortfall(capacity, error, Some(2), capacity);
+        writeln!(
+            w,
+            "- error {error}: {} distinct adds leave `BF.CARD` about {:.0} lower ({:.3}%).",
+            thousands(capacity),
+            short,
+            100.0 * short / capacity as f64
+        )
+        .unwrap();
+    }
+    s
+}
+
+#[allow(dead_code)]
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.is_empty() {
+        print!("{}", report());
+        return;
+    }
+    let capacity: u64 = args[0].parse().expect("capacity: a positive integer");
+    let error: f64 = args
+        .get(1)
+        .map_or(0.01, |e| e.parse().expect("error: a number in (0, 1)"));
+    let growth: u32 = args
+        .get(2)
+        .map_or(2, |g| g.parse().expect("expansion: an integer ≥ 1"));
+    println!("BF.RESERVE k {error} {capacity} EXPANSION {growth}");
+    for times in [1u64, 2, 4, 10] {
+        let plan = layers(capacity, error, Some(growth), capacity * times);
+        println!(
+            "  {times:>2}× capacity: {} layer(s), BF.INFO Size {} ({})",
+            plan.len(),
+            info_size(&plan),
+            human(info_size(&plan))
+        );
+        for (i, l) in plan.iter().enumerate() {
+            println!(
+                "      layer {i}: capacity {}, rate {:e}, k {}, {} bytes",
+                l.entries, l.error, l.hashes, l.bytes
+            );
+        }
+    }
+}

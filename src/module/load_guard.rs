@@ -1,0 +1,59 @@
+//! A plain log line when another module already owns the name `bf`.
+//!
+//! Redis 8's full builds (and its Docker image) load their own RedisBloom, whose module name
+//! is `bf` and whose data type is `MBbloom--`, the same names redis-bf uses so that data moves
+//! between the two. Redis refuses a second module of the same name inside
+//! `RedisModule_Init`, before any code of ours runs, and only logs "Module … initialization
+//! failed". So the cdylib is linked with `-Wl,--wrap=Export_RedisModule_Init` (see
+//! `build.rs`): the redis-module crate's call to its `Export_RedisModule_Init` lands in
+//! [`__wrap_Export_RedisModule_Init`], which does what `RedisModule_Init` does and, when the
+//! name is taken, says so in the server log. The README's "Redis 8" section tells the user
+//! what to do about it.
+
+use redis_module::raw;
+use std::os::raw::{c_char, c_int};
+
+/// What the log says when the module name is taken (after Redis' own `<module>` prefix).
+pub const NAME_TAKEN: &str = "redis-bf: cannot load: another module named 'bf' is already \
+loaded (RedisBloom, which Redis 8 full builds load by default, or a second copy of redis-bf); \
+it owns the BF.* commands and the MBbloom-- data type. Load only one of them: on Redis 8 start \
+from the core redis.conf (not redis-full.conf) or remove the bundled Bloom module (redisbloom.so) \
+from the modules folder";
+
+/// `RedisModule_Init` (the header's static function) with a log line when the name is taken.
+/// Replaces `Export_RedisModule_Init` of the redis-module crate in the cdylib; unused (but
+/// harmless) in the test and bench binaries, which are not linked with `--wrap`.
+///
+/// # Safety
+/// Called once by the `RedisModule_OnLoad` of the `redis_module!` macro with the live load
+/// context and a NUL-terminated module name.
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_Export_RedisModule_Init(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *const c_char,
+    ver: c_int,
+    apiver: c_int,
+) -> c_int {
+    // SAFETY: `ctx` is the load context Redis passed to RedisModule_OnLoad; InitAPI fills the
+    // API function pointers from it, exactly as RedisModule_Init does first.
+    unsafe { raw::Export_RedisModule_InitAPI(ctx) };
+    // SAFETY: the pointers were just filled in by InitAPI; `name` is NUL-terminated (the
+    // macro copies the module name into a zeroed buffer); the log call passes our text as
+    // the argument of a "%s" format, so nothing in it is read as a format.
+    unsafe {
+        if let Some(busy) = raw::RedisModule_IsModuleNameBusy {
+            if busy(name) != 0 {
+                if let Some(log) = raw::RedisModule_Log {
+                    let msg = std::ffi::CString::new(NAME_TAKEN).unwrap_or_default();
+                    log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), msg.as_ptr());
+                }
+                return raw::REDISMODULE_ERR as c_int;
+            }
+        }
+        match raw::RedisModule_SetModuleAttribs {
+            Some(set) => set(ctx, name, ver, apiver),
+            None => return raw::REDISMODULE_ERR as c_int,
+        }
+    }
+    raw::REDISMODULE_OK as c_int
+}
