@@ -206,7 +206,7 @@ def sc_idle(con, gib):
 SCENARIOS = {
     "idle": ([], sc_idle, "(noise floor: a PING instead of an operation)"),
     "reserve": ([], sc_reserve, "BF.RESERVE of {g} GiB"),
-    "grow": ([], sc_grow, "BF.MADD growing a chain into a {h} GiB layer"),
+    "grow": ([], sc_grow, "BF.MADD growing a chain into a {g} GiB layer"),
     "del": ([], sc_del, "DEL of a {g} GiB filter (pages touched)"),
     "del-lazy": ([("lazyfree-lazy-user-del", "yes")], sc_del,
                  "DEL, lazyfree-lazy-user-del yes, {g} GiB"),
