@@ -179,8 +179,8 @@ def sc_grow(con, gib):
 def touched(con, key, gib, error=0.001):
     cap = capacity_for(con, gib * GIB, error)
     con.call("BF.RESERVE", key, error, cap)
-    # Enough items to touch every page of the array.
-    fill(con, key, 1000000, prefix=key)
+    # Enough items to touch every page of the array (~20 bits set per 4 KiB page).
+    fill(con, key, max(1000, int(gib * 500000)), prefix=key)
 
 
 def sc_del(con, gib):

@@ -44,7 +44,11 @@ fn rss(con: &mut Connection) -> u64 {
 }
 
 fn bf_info(con: &mut Connection, key: &str, field: &str) -> u64 {
-    let v: Vec<Value> = redis::cmd("BF.INFO").arg(key).arg(field).query(con).unwrap();
+    let v: Vec<Value> = redis::cmd("BF.INFO")
+        .arg(key)
+        .arg(field)
+        .query(con)
+        .unwrap();
     match &v[0] {
         Value::Int(n) => *n as u64,
         other => panic!("BF.INFO {field}: {other:?}"),
@@ -118,7 +122,11 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         (rss1.saturating_sub(rss0)) / 1024
     );
     assert!(used1 - used0 >= bytes, "used_memory counts the whole array");
-    assert!(rss1.saturating_sub(rss0) <= 16 * MIB, "RSS grew by {}", rss1 - rss0);
+    assert!(
+        rss1.saturating_sub(rss0) <= 16 * MIB,
+        "RSS grew by {}",
+        rss1 - rss0
+    );
 
     // Setting bits touches pages: 2000 items × 10 hashes land on ~20 000 distinct pages.
     madd(&mut con, "big", "item", 0..2000);
@@ -217,7 +225,8 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         .query::<()>(&mut con)
         .unwrap_err();
     assert!(
-        err.to_string().contains("Insufficient memory to create filter"),
+        err.to_string()
+            .contains("Insufficient memory to create filter"),
         "{err}"
     );
 }
@@ -243,8 +252,18 @@ fn populate(con: &mut Connection, tag: &str) -> Vec<String> {
 }
 
 fn assert_bf_empty(con: &mut Connection) {
-    for f in ["bf_filters", "bf_layers", "bf_items", "bf_bytes", "bf_free_pending_bytes"] {
-        assert_eq!(info_u64(con, "bf", f), 0, "{f} after every filter was freed");
+    for f in [
+        "bf_filters",
+        "bf_layers",
+        "bf_items",
+        "bf_bytes",
+        "bf_free_pending_bytes",
+    ] {
+        assert_eq!(
+            info_u64(con, "bf", f),
+            0,
+            "{f} after every filter was freed"
+        );
     }
 }
 
@@ -306,12 +325,19 @@ fn background_frees_leave_info_and_used_memory_right() {
         drop(con);
         let after = settled_used_memory(&mut meter);
         assert_bf_empty(&mut meter);
-        assert!(after.abs_diff(base) < 2 * MIB, "{base} → {after} after FLUSHALL ASYNC");
+        assert!(
+            after.abs_diff(base) < 2 * MIB,
+            "{base} → {after} after FLUSHALL ASYNC"
+        );
     }
 }
 
 fn wait_replica(primary: &mut Connection) {
-    let n: i64 = redis::cmd("WAIT").arg(1).arg(30_000).query(primary).unwrap();
+    let n: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(30_000)
+        .query(primary)
+        .unwrap();
     assert_eq!(n, 1, "the replica acknowledged the writes");
 }
 
@@ -387,14 +413,23 @@ fn replica_and_aof_replay_match_the_primary() {
 
     let keys = ["big", "grow", "copy"];
     let expected: Vec<String> = keys.iter().map(|k| digest(&mut p, k)).collect();
-    let dumps: Vec<_> = keys.iter().map(|k| scandump(&mut p, k.as_bytes())).collect();
-    assert_eq!(expected[0], expected[2], "the LOADCHUNKed copy is the filter");
+    let dumps: Vec<_> = keys
+        .iter()
+        .map(|k| scandump(&mut p, k.as_bytes()))
+        .collect();
+    assert_eq!(
+        expected[0], expected[2],
+        "the LOADCHUNKed copy is the filter"
+    );
     let check = |con: &mut Connection, who: &str| {
         let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
         assert_eq!(dbsize, 4, "{who}: big, grow, copy and d3");
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(digest(con, k), expected[i], "{who}: {k}");
-            assert!(scandump(con, k.as_bytes()) == dumps[i], "{who}: SCANDUMP of {k}");
+            assert!(
+                scandump(con, k.as_bytes()) == dumps[i],
+                "{who}: SCANDUMP of {k}"
+            );
         }
         let _: () = redis::cmd("SELECT").arg(1).query(con).unwrap();
         let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
@@ -438,7 +473,12 @@ fn active_defrag_moves_small_filters_without_changing_them() {
     }
     let _: () = pipe.query(&mut con).unwrap();
     // Three quarters deleted leave sparse pages behind.
-    let deleted: Vec<&String> = keys.iter().enumerate().filter(|(i, _)| i % 4 != 0).map(|(_, k)| k).collect();
+    let deleted: Vec<&String> = keys
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 4 != 0)
+        .map(|(_, k)| k)
+        .collect();
     for batch in deleted.chunks(1000) {
         let _: i64 = redis::cmd("DEL").arg(batch).query(&mut con).unwrap();
     }
@@ -484,7 +524,11 @@ fn active_defrag_moves_small_filters_without_changing_them() {
             .query(&mut con)
             .unwrap();
         assert_eq!(found, 1, "{k} lost its item");
-        let added: i64 = redis::cmd("BF.ADD").arg(k).arg("after").query(&mut con).unwrap();
+        let added: i64 = redis::cmd("BF.ADD")
+            .arg(k)
+            .arg("after")
+            .query(&mut con)
+            .unwrap();
         assert_eq!(added, 1);
     }
     assert_eq!(info_u64(&mut con, "bf", "bf_filters"), kept.len() as u64);

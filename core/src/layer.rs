@@ -308,6 +308,15 @@ mod tests {
     }
 
     #[test]
+    fn zeroed_buffers_are_exact_and_zero() {
+        for len in [0u64, 1, 8, 4096, 3 << 20] {
+            let v = try_zeroed(len).unwrap();
+            assert_eq!((v.len() as u64, v.capacity() as u64), (len, len));
+            assert!(v.iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
     fn huge_allocation_is_an_error() {
         assert_eq!(try_zeroed(u64::MAX).unwrap_err(), LayerError::OutOfMemory);
         assert_eq!(try_zeroed(1 << 62).unwrap_err(), LayerError::OutOfMemory);

@@ -102,7 +102,8 @@ unsafe impl GlobalAlloc for BfAlloc {
             (Some(f), Some(_)) if layout.align() <= MAX_ALIGN => {
                 // SAFETY: the caller guarantees `new_size` rounded to the alignment does not
                 // overflow isize; `ptr` came from Redis' allocator (same branch as `alloc`).
-                let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+                let new_layout =
+                    unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
                 // SAFETY: `ptr` is a live allocation of Redis' allocator; TryRealloc keeps it
                 // valid and untouched when it returns null.
                 unsafe { f(ptr.cast(), rounded_size(new_layout)).cast() }

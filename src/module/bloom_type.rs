@@ -7,11 +7,11 @@
 //! counters and the module's own background freeing thread (`alloc::free_bit_array`).
 
 use crate::bloom::dump::{chunk_at, encode_header};
+use crate::bloom::layer::Layer;
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
-use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
-use crate::bloom::layer::Layer;
 use crate::module::alloc;
+use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
