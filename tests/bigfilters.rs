@@ -232,7 +232,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
 }
 
 /// Keys of several sizes: 6 of ~86 MiB (freed by Redis' lazyfree thread when deleted
-/// asynchronously), 20 of ~1.7 MiB (freed by the module's thread), 200 small ones.
+/// asynchronously, by the module's freeing thread on a plain DEL), 20 of ~1.7 MiB, 200 small.
 fn populate(con: &mut Connection, tag: &str) -> Vec<String> {
     let mut keys = Vec::new();
     for (n, capacity) in [(6, 50_000_000u64), (20, 1_000_000), (200, 1000)] {

@@ -240,6 +240,10 @@ fn free_effort_of(chain: &Chain) -> usize {
     2 + chain.layers.len() + mib
 }
 
+/// Bit arrays above this size are not offered to active defrag: jemalloc moves only its small
+/// size classes (up to 14 KiB with 4 KiB pages), so larger ones would only count as misses.
+const DEFRAG_MAX_BYTES: usize = 16 << 10;
+
 /// Active defrag: lets the server move the filter's allocations (the chain, its layer table,
 /// each bit array) out of fragmented pages with `RedisModule_DefragAlloc`, which copies the
 /// block and frees the old one when it is worth moving and returns null otherwise (large
@@ -281,7 +285,7 @@ unsafe extern "C" fn defrag(
         }
         for layer in chain.layers.iter_mut() {
             let (len, cap) = (layer.data.len(), layer.data.capacity());
-            if cap == 0 || cap >= alloc::BACKGROUND_FREE_BYTES {
+            if cap == 0 || cap > DEFRAG_MAX_BYTES {
                 continue;
             }
             if let Some(new) = moved(layer.data.as_mut_ptr().cast()) {
