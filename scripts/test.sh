@@ -62,6 +62,7 @@ scripts/fuzz.sh 15
 # size; no timing is asserted). Real runs: README "Benchmarks", figures in BENCHMARKS.md.
 cargo bench --bench core -- --test
 REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
+GIB=0.02 ROUNDS=1 bench/stall.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 # Doc comments build without broken links.

@@ -163,16 +163,17 @@ fn exact_binary_exponent(x: f64) -> Option<i64> {
     }
 }
 
-/// Allocates a zeroed buffer of `len` bytes without aborting on failure.
+/// Allocates a zeroed buffer of `len` bytes without aborting on failure and without writing
+/// it: the memory comes from the global allocator's `alloc_zeroed` (calloc), which hands out
+/// fresh zero pages untouched, so a big bit array costs no time to create and the process'
+/// resident memory grows only as its bits are set. The buffer's capacity is exactly `len`.
 ///
 /// Errors: [`LayerError::OutOfMemory`] when `len` does not fit in memory.
 pub fn try_zeroed(len: u64) -> Result<Vec<u8>, LayerError> {
     let len = usize::try_from(len).map_err(|_| LayerError::OutOfMemory)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| LayerError::OutOfMemory)?;
-    v.resize(len, 0);
-    Ok(v)
+    bytemuck::allocation::try_zeroed_slice_box::<u8>(len)
+        .map(Vec::from)
+        .map_err(|_| LayerError::OutOfMemory)
 }
 
 /// Layers up to this many bytes compute bit positions with a prepared modulus ([`Modulus`],
@@ -367,6 +368,15 @@ mod tests {
         let p = LayerParams::for_capacity(1, 0.1, 0).unwrap();
         assert_eq!(p.n2, 3);
         assert_eq!((p.bytes, p.bits, p.modulus()), (8, 64, 8));
+    }
+
+    #[test]
+    fn zeroed_buffers_are_exact_and_zero() {
+        for len in [0u64, 1, 8, 4096, 3 << 20] {
+            let v = try_zeroed(len).unwrap();
+            assert_eq!((v.len() as u64, v.capacity() as u64), (len, len));
+            assert!(v.iter().all(|&b| b == 0));
+        }
     }
 
     #[test]

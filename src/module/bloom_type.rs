@@ -1,10 +1,17 @@
 //! The native data type `MBbloom--` (encoding version 4) and its callbacks: RDB save/load,
-//! AOF rewrite, memory usage, free, copy and digest (`docs/format.md` ("RDB value",
-//! "AOF rewrite"); `docs/commands.md` ("Type and key commands")). Every callback catches panics: none may unwind into Redis.
+//! AOF rewrite, memory usage, free, free effort, active defrag, copy and digest
+//! (`docs/format.md` ("RDB value", "AOF rewrite"); `docs/commands.md` ("Type and key
+//! commands")). Every callback catches panics: none may unwind into Redis.
+//!
+//! Freeing is safe off the main thread (Redis' lazyfree thread calls `free` when
+//! `free_effort` is above its threshold): it touches only the value, the atomic `INFO bf`
+//! counters and the module's own background freeing thread (`alloc::free_bit_array`).
 
 use crate::bloom::dump::{chunk_at, encode_header};
+use crate::bloom::layer::Layer;
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
+use crate::module::alloc;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -29,10 +36,10 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
         aux_load: None,
         aux_save: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(free_effort),
         unlink: None,
         copy: Some(copy),
-        defrag: None,
+        defrag: Some(defrag),
         mem_usage2: None,
         free_effort2: None,
         unlink2: None,
@@ -208,8 +215,91 @@ unsafe extern "C" fn free(value: *mut c_void) {
         // Redis frees it exactly once.
         let chain = unsafe { Box::from_raw(value.cast::<Chain>()) };
         stats::filter_freed(&chain);
-        drop(chain);
+        let _ = catch_unwind(AssertUnwindSafe(|| free_arrays(*chain)));
     }
+}
+
+/// Frees a chain's bit arrays, the big ones on the module's background thread
+/// ([`alloc::free_bit_array`]); also used for window filters' generations.
+pub(crate) fn free_arrays(chain: Chain) {
+    for layer in chain.layers {
+        alloc::free_bit_array(layer.data);
+    }
+}
+
+/// Work to free a filter, in Redis' units (allocations; Redis frees a value in its lazyfree
+/// thread when this exceeds 64, and defragments it at once only when it is at most
+/// `active-defrag-max-scan-fields`): the chain, its layer table and one per layer, plus one
+/// per MiB of bit array, so that filters of more than ~60 MiB are freed in the background by
+/// `UNLINK`, `FLUSHALL ASYNC` and the `lazyfree-*` settings. Never 0 (Redis reads 0 as
+/// "unknown, very large").
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: as in rdb_save.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    free_effort_of(chain)
+}
+
+/// See [`free_effort`].
+fn free_effort_of(chain: &Chain) -> usize {
+    let mib = (chain.bit_array_bytes() >> 20).min(usize::MAX as u64 / 2) as usize;
+    2 + chain.layers.len() + mib
+}
+
+/// Bit arrays above this size are not offered to active defrag: jemalloc moves only its small
+/// size classes (up to 14 KiB with 4 KiB pages), so larger ones would only count as misses.
+const DEFRAG_MAX_BYTES: usize = 16 << 10;
+
+/// Active defrag: lets the server move the filter's allocations (the chain, its layer table,
+/// each bit array) out of fragmented pages with `RedisModule_DefragAlloc`, which copies the
+/// block and frees the old one when it is worth moving and returns null otherwise (large
+/// allocations are never moved). Counts hits and misses in `INFO bf`. Always done in one
+/// call (returns 0).
+unsafe extern "C" fn defrag(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: reading an API pointer set once by RedisModule_Init.
+    let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
+        return 0;
+    };
+    // Moves one allocation; Some(new address) when it moved (the old one is then freed).
+    let moved = |ptr: *mut c_void| -> Option<*mut c_void> {
+        // SAFETY: `ctx` is the live defrag context; `ptr` is a live allocation of Redis'
+        // allocator owned by this value.
+        let new = unsafe { defrag_alloc(ctx, ptr) };
+        stats::defrag_attempt(!new.is_null());
+        (!new.is_null()).then_some(new)
+    };
+    // SAFETY: `*value` is the boxed Chain this module created (Box::into_raw), whose memory
+    // came from Redis' allocator through alloc::BfAlloc; Redis hands it to no one else during
+    // the call. DefragAlloc copies a block bit for bit and frees the old one, so after a move
+    // the old owner is forgotten (never dropped) and a new owner built on the new address
+    // with the same length and capacity.
+    unsafe {
+        if let Some(new) = moved(*value) {
+            *value = new;
+        }
+        let chain = &mut *(*value).cast::<Chain>();
+        if chain.layers.capacity() > 0 {
+            let (len, cap) = (chain.layers.len(), chain.layers.capacity());
+            if let Some(new) = moved(chain.layers.as_mut_ptr().cast()) {
+                let table = Vec::from_raw_parts(new.cast::<Layer>(), len, cap);
+                std::mem::forget(std::mem::replace(&mut chain.layers, table));
+            }
+        }
+        for layer in chain.layers.iter_mut() {
+            let (len, cap) = (layer.data.len(), layer.data.capacity());
+            if cap == 0 || cap > DEFRAG_MAX_BYTES {
+                continue;
+            }
+            if let Some(new) = moved(layer.data.as_mut_ptr().cast()) {
+                let data = Vec::from_raw_parts(new.cast::<u8>(), len, cap);
+                std::mem::forget(std::mem::replace(&mut layer.data, data));
+            }
+        }
+    }
+    0
 }
 
 unsafe extern "C" fn copy(

@@ -1,8 +1,11 @@
 //! Module-wide counters behind the `INFO bf` section (`docs/commands.md` ("Additions")): filters, layers,
 //! items and bit-array bytes currently held by this server, updated on every create, load,
-//! copy, growth, add and free.
+//! copy, growth, add and free; plus active-defrag hits and misses and the bytes the background
+//! freeing thread has yet to free. All counters are atomics: filters may be freed on Redis'
+//! lazyfree thread.
 
 use crate::bloom::Chain;
+use crate::module::alloc::FREE_PENDING_BYTES;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -11,6 +14,14 @@ static FILTERS: AtomicI64 = AtomicI64::new(0);
 static LAYERS: AtomicI64 = AtomicI64::new(0);
 static ITEMS: AtomicI64 = AtomicI64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
+static DEFRAG_HITS: AtomicI64 = AtomicI64::new(0);
+static DEFRAG_MISSES: AtomicI64 = AtomicI64::new(0);
+
+/// One allocation offered to active defrag: `moved` when the server moved it (a hit).
+pub fn defrag_attempt(moved: bool) {
+    let counter = if moved { &DEFRAG_HITS } else { &DEFRAG_MISSES };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
 
 /// A snapshot of what a chain contributes to the counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,7 +82,11 @@ pub fn filter_changed(before: Footprint, chain: &Chain) {
 }
 
 /// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
-/// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`.
+/// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`
+/// (bit-array bytes of the filters that exist), `bf_defrag_hits` / `bf_defrag_misses`
+/// (allocations active defrag moved / left in place) and `bf_free_pending_bytes` (bit-array
+/// bytes of deleted filters the background thread has not freed yet; `used_memory` still
+/// counts them).
 ///
 /// # Safety
 /// Called by Redis with a live info context.
@@ -89,6 +104,8 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
             (c"layers", &LAYERS),
             (c"items", &ITEMS),
             (c"bytes", &BYTES),
+            (c"defrag_hits", &DEFRAG_HITS),
+            (c"defrag_misses", &DEFRAG_MISSES),
         ] {
             raw::RedisModule_InfoAddFieldULongLong.unwrap()(
                 ctx,
@@ -96,6 +113,11 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
                 v.load(Ordering::Relaxed).max(0) as u64,
             );
         }
+        raw::RedisModule_InfoAddFieldULongLong.unwrap()(
+            ctx,
+            c"free_pending_bytes".as_ptr(),
+            FREE_PENDING_BYTES.load(Ordering::Relaxed),
+        );
     }
 }
 

@@ -524,20 +524,12 @@ fn add(
     Reply::Array(replies)
 }
 
-/// Dropped generations of at least this many bytes are freed on a short-lived thread, so that
-/// the main thread never spends time returning big arrays to the allocator.
-const FREE_ELSEWHERE_BYTES: u64 = 1 << 20;
-
-/// Frees generations that aged out: on a background thread when they are big (the allocator
-/// is thread-safe, as for Redis' own lazy freeing), inline otherwise or when no thread can be
-/// started.
+/// Frees generations that aged out, their big bit arrays on the module's background thread
+/// (as for a deleted filter), so that the main thread never spends time returning big arrays
+/// to the allocator.
 fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
-    let bytes: u64 = dropped.iter().map(|(_, c)| c.bit_array_bytes()).sum();
-    if bytes >= FREE_ELSEWHERE_BYTES {
-        // On a spawn error the closure, and the generations with it, are dropped here.
-        let _ = std::thread::Builder::new()
-            .name("bf-window-free".into())
-            .spawn(move || drop(dropped));
+    for (_, chain) in dropped {
+        crate::module::bloom_type::free_arrays(chain);
     }
 }
 
@@ -799,7 +791,7 @@ unsafe extern "C" fn free(value: *mut c_void) {
         // Redis frees it exactly once.
         let w = unsafe { Box::from_raw(value.cast::<Window>()) };
         count(&w, -1);
-        drop(w);
+        let _ = catch_unwind(AssertUnwindSafe(|| free_elsewhere(w.gens)));
     }
 }
 
