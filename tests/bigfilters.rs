@@ -533,3 +533,51 @@ fn active_defrag_moves_small_filters_without_changing_them() {
     }
     assert_eq!(info_u64(&mut con, "bf", "bf_filters"), kept.len() as u64);
 }
+
+/// Untouched arrays take no RAM, so `MemAvailable` stays high however many there are; each
+/// counts whole in `used_memory`, and together they may not pass 15/16 of the machine's memory
+/// (else setting their bits would end with the OOM killer). Three filters of 32% of the
+/// machine each: two fit, the third is refused, and nothing was touched. (Needs half the machine
+/// free, so that `MemAvailable` is not what refuses; says so loudly and checks nothing else.)
+#[test]
+fn untouched_arrays_still_count_against_the_machine() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let total = info_u64(&mut con, "memory", "total_system_memory");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let available_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    if available_kib * 1024 < total / 2 {
+        eprintln!("*** SKIP untouched_arrays_still_count_against_the_machine: less than half of the machine's memory is available; nothing was checked ***");
+        return;
+    }
+    // Bytes per item at 0.01 are 9.585 bits / 8 (layer sizing); 32% of the machine each.
+    let capacity = (total as f64 * 0.32 / (9.585_058 / 8.0)) as u64;
+    let rss_before = rss(&mut con);
+    for (key, ok) in [("m1", true), ("m2", true), ("m3", false)] {
+        let r: redis::RedisResult<String> = redis::cmd("BF.RESERVE")
+            .arg(key)
+            .arg(0.01)
+            .arg(capacity)
+            .query(&mut con);
+        match r {
+            Ok(v) => assert!(ok && v == "OK", "{key}: {v} (capacity {capacity})"),
+            Err(e) => assert!(
+                !ok && e
+                    .to_string()
+                    .contains("Insufficient memory to create filter"),
+                "{key}: {e}"
+            ),
+        }
+    }
+    assert!(info_u64(&mut con, "memory", "used_memory") > total * 6 / 10);
+    assert!(rss(&mut con) < rss_before + 64 * MIB);
+    let _: i64 = redis::cmd("DEL")
+        .arg("m1")
+        .arg("m2")
+        .query(&mut con)
+        .unwrap();
+}

@@ -13,6 +13,12 @@ pub const TIGHTENING_RATIO: f64 = 0.5;
 /// Default expansion (growth factor) of a new filter.
 pub const DEFAULT_EXPANSION: u32 = 2;
 
+/// Most layers a chain read from a dump or an RDB value may have. A chain grown by commands
+/// stops near 1075 layers (each layer halves the error rate, which underflows after about as
+/// many halvings of an f64), so 4096 refuses nothing real; a crafted value announcing millions
+/// of layers would otherwise make every lookup walk all of them and stall the server.
+pub const MAX_LAYERS: u64 = 4096;
+
 /// `sizeof` of RedisBloom's chain struct on 64-bit builds; part of the memory formula (`docs/format.md` ("Memory accounting")).
 pub const CHAIN_OVERHEAD: u64 = 32;
 /// `sizeof` of RedisBloom's layer struct on 64-bit builds; part of the memory formula (`docs/format.md` ("Memory accounting")).

@@ -92,7 +92,11 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
     let expected_len = (nfilters as usize)
         .checked_mul(HEADER_LAYER_BYTES)
         .and_then(|n| n.checked_add(HEADER_FIXED_BYTES));
-    if nfilters == 0 || expected_len != Some(data.len()) || options & !OPT_ALL != 0 {
+    if nfilters == 0
+        || u64::from(nfilters) > crate::chain::MAX_LAYERS
+        || expected_len != Some(data.len())
+        || options & !OPT_ALL != 0
+    {
         return Err(ChunkError::BadData);
     }
     // First pass: validate every field and the totals; nothing is allocated yet.
@@ -206,9 +210,26 @@ pub fn apply_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), Chun
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::MAX_LAYERS;
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn layer_counts_over_the_limit_are_refused() {
+        // An empty one-layer filter's layer record repeated: sizes still add up (all 0).
+        let c = Chain::new(1, 0.5, 1, false, u64::MAX).unwrap();
+        let h = encode_header(&c);
+        let layer = &h[HEADER_FIXED_BYTES..];
+        for (n, ok) in [(1, true), (MAX_LAYERS, true), (MAX_LAYERS + 1, false)] {
+            let mut d = h[..HEADER_FIXED_BYTES].to_vec();
+            d[8..12].copy_from_slice(&(n as u32).to_le_bytes());
+            for _ in 0..n {
+                d.extend_from_slice(layer);
+            }
+            assert_eq!(decode_header(&d, u64::MAX).is_ok(), ok, "{n} layers");
+        }
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError>
     } else {
         DEFAULT_EXPANSION
     };
-    if nfilters == 0 {
+    if nfilters == 0 || nfilters > crate::chain::MAX_LAYERS {
         return Err(DecodeError);
     }
     let mut layers = Vec::new();
@@ -196,6 +196,7 @@ impl ValueReader for Values {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::MAX_LAYERS;
 
     fn sample() -> Chain {
         let mut c = Chain::new(4, 0.1, 3, false, u64::MAX).unwrap();
@@ -264,6 +265,19 @@ mod tests {
         let mut v = good.clone();
         v.values[2] = Value::Unsigned(5 | 16);
         assert_eq!(load(&mut v, 4), Err(DecodeError));
+        // More layers than MAX_LAYERS, even when every one of them is there.
+        let one = Chain::new(1, 0.5, 1, false, u64::MAX).unwrap();
+        let mut v = Values::default();
+        save(&one, &mut v);
+        let layer = v.values[4..].to_vec();
+        for (n, ok) in [(MAX_LAYERS, true), (MAX_LAYERS + 1, false)] {
+            let mut many = v.clone();
+            many.values[1] = Value::Unsigned(n);
+            for _ in 1..n {
+                many.values.extend_from_slice(&layer);
+            }
+            assert_eq!(load(&mut many, 4).is_ok(), ok, "{n} layers");
+        }
         // A huge announced layer count is not pre-allocated: it just runs out of data.
         let mut v = good.clone();
         v.values[1] = Value::Unsigned(u64::MAX);

@@ -81,6 +81,11 @@ pub const ENCODING_VERSION: i32 = 1;
 /// Header overhead charged per window by [`Window::mem_usage`] (the struct itself).
 pub const WINDOW_OVERHEAD: u64 = 64;
 
+/// Largest window length and generation number a stored window filter may carry: what a
+/// replicated `GENERATION` / `WINDOW` argument (a signed 64-bit integer) can express, so that
+/// every write to a loaded filter replicates to something a replica accepts.
+pub const MAX_REPLICATED: u64 = i64::MAX as u64;
+
 /// The generation containing time `now_ms` (ms since the Unix epoch) for a window of
 /// `window_ms` ms: `⌊4 · now_ms / window_ms⌋`, saturating. `window_ms` must be ≥ 1.
 pub fn generation_at(now_ms: u64, window_ms: u64) -> u64 {
@@ -296,6 +301,8 @@ impl Window {
     fn is_consistent(&self) -> bool {
         let oldest = self.generation.saturating_sub(SLICES);
         self.window_ms >= 1
+            && self.window_ms <= MAX_REPLICATED
+            && self.generation <= MAX_REPLICATED
             && self.capacity >= 1
             && self.error > 0.0
             && self.error < 1.0
@@ -826,6 +833,34 @@ mod tests {
         let mut bad = v.clone();
         bad.values[7] = crate::rdb::Value::Unsigned(11);
         assert_eq!(load(&mut bad, ENCODING_VERSION), Err(DecodeError));
+    }
+
+    #[test]
+    fn generations_and_windows_past_i64_are_refused() {
+        // A filter at generation 2^63 (or with a window of 2^63 ms) could not replicate its
+        // writes (GENERATION and WINDOW are signed 64-bit arguments): dumps of it are refused.
+        for (window_ms, g, ok) in [
+            (1000, MAX_REPLICATED, true),
+            (1000, MAX_REPLICATED + 1, false),
+            (MAX_REPLICATED, 7, true),
+            (MAX_REPLICATED + 1, 7, false),
+        ] {
+            let mut w = Window::new(window_ms, 40, 0.01, 2, false, g).unwrap();
+            add(&mut w, b"item", g).unwrap();
+            let header = encode_header(&w);
+            assert_eq!(
+                decode_header(&header, u64::MAX).is_ok(),
+                ok,
+                "{window_ms} {g}"
+            );
+            let mut v = Values::default();
+            save(&w, &mut v);
+            assert_eq!(
+                load(&mut v, ENCODING_VERSION).is_ok(),
+                ok,
+                "{window_ms} {g}"
+            );
+        }
     }
 
     #[test]

@@ -61,6 +61,8 @@ fn quick_budget(ctx: &Context, existing_bytes: u64) -> Result<u64, u64> {
 /// - `bf.max-filter-bytes − existing_bytes` (when set),
 /// - 15/16 of `MemAvailable` from `/proc/meminfo` (elsewhere `total_system_memory −
 ///   used_memory`),
+/// - 15/16 of `total_system_memory`, less `used_memory` (which counts every bit array whole,
+///   touched or not: new arrays are lazily zeroed and take RAM only as bits are set),
 /// - when `maxmemory` is set: `maxmemory − existing_bytes` under an eviction policy, and
 ///   `maxmemory − (used_memory − mem_not_counted_for_evict)` under `noeviction`.
 ///
@@ -95,8 +97,15 @@ fn exact_budget(ctx: &Context, flags: &ContextFlags, existing_bytes: u64) -> u64
     } else {
         maxmemory.saturating_sub(used.saturating_sub(not_counted))
     };
+    // Untouched arrays take no RAM yet, so MemAvailable alone would let ever more of them in;
+    // used_memory counts each one whole, and together they may not exceed the machine's memory.
+    let machine = match total_system_memory {
+        0 => u64::MAX,
+        total => (total - total / 16).saturating_sub(used),
+    };
     maxmemory
         .min(available - available / 16)
+        .min(machine)
         .min(config::max_filter_bytes().saturating_sub(existing_bytes))
 }
 
