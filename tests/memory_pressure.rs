@@ -447,3 +447,32 @@ fn creating_small_filters_reads_no_memory_statistics() {
         "the server read {read} bytes for 2000 creations"
     );
 }
+
+/// The allocator rounds a big array up to its size class (1.5 GiB for the 1.38 GB of
+/// `BF.RESERVE k 0.01 1000000000`) and `used_memory` counts the class: under `noeviction` with
+/// 1.45 GB left, that filter would cross `maxmemory` and is refused; a 1.2 GB one (class
+/// 1.25 GiB) fits.
+#[test]
+fn noeviction_counts_the_allocator_size_class() {
+    let s = Server::start();
+    let mut con = s.conn();
+    config_set(&mut con, "maxmemory-policy", "noeviction");
+    let used = used_memory(&mut con);
+    config_set(&mut con, "maxmemory", &(used + 1_450_000_000).to_string());
+    let e = error_text(
+        redis::cmd("BF.RESERVE")
+            .arg("big")
+            .arg(0.01)
+            .arg(1_000_000_000)
+            .query(&mut con),
+    );
+    assert!(e.contains("Insufficient memory to create filter"), "{e}");
+    let r: String = redis::cmd("BF.RESERVE")
+        .arg("fits")
+        .arg(0.01)
+        .arg(900_000_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, "OK");
+    assert!(used_memory(&mut con) <= used + 1_450_000_000);
+}

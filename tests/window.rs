@@ -286,6 +286,8 @@ fn info_and_errors() {
             &["BF.RESERVE", "i", "0.01", "10", "WINDOW", "5"][..],
             "item exists",
         ),
+        // A plain RESERVE over a window filter: the key holds a filter already.
+        (&["BF.RESERVE", "i", "0.01", "10"][..], "item exists"),
         (
             &["BF.RESERVE", "n", "0.01", "10", "WINDOW", "0"][..],
             "bad window",

@@ -3,10 +3,10 @@
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=8080 node examples/web/server.mjs
 //
-// Redis holds (names configurable with KEY, default `signup`):
-//   signup:names     the Bloom filter of taken usernames (BF.*; created on first start)
-//   signup:users     the set of taken usernames: the authority the "maybe" answers come from
-//   signup:version   a counter bumped with every sign-up: the version tag of the filter
+// Redis holds (names configurable with KEY, default `web`):
+//   web:names        the Bloom filter of taken usernames (BF.*; created on first start)
+//   web:users        the set of taken usernames: the authority the "maybe" answers come from
+//   web:version      a counter bumped with every sign-up: the version tag of the filter
 //
 // HTTP:
 //   GET  /                   the page (public/index.html, public/app.js)
@@ -23,7 +23,7 @@ import { createClient, RESP_TYPES } from 'redis';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CHECKER = resolve(HERE, '..', '..', 'clients', 'js', 'src', 'index.js');
-const KEY = process.env.KEY ?? 'signup';
+const KEY = process.env.KEY ?? 'web';
 const NAMES = `${KEY}:names`;
 const USERS = `${KEY}:users`;
 const VERSION = `${KEY}:version`;

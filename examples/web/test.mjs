@@ -42,18 +42,18 @@ async function main() {
   cleanups.push(() => redis.stop());
   const c = redis.client;
   const taken = ['alice', 'bob', 'carol', ...Array.from({ length: 1997 }, (_, i) => `member${i}`)];
-  await c.call('BF.RESERVE', 'signup:names', '0.1', '2000');
-  await c.call('BF.MADD', 'signup:names', ...taken);
-  await c.call('SADD', 'signup:users', ...taken);
+  await c.call('BF.RESERVE', 'web:names', '0.1', '2000');
+  await c.call('BF.MADD', 'web:names', ...taken);
+  await c.call('SADD', 'web:users', ...taken);
 
   // Names for each case, found with the checker itself.
-  const f = BloomFilter.fromScandump(await scandump(c, 'signup:names'));
+  const f = BloomFilter.fromScandump(await scandump(c, 'web:names'));
   const candidates = Array.from({ length: 10000 }, (_, i) => `guest${i}`);
   const freeName = candidates.find((n) => !f.has(n));
   const fpName = candidates.find((n) => f.has(n));
   assert.ok(freeName && fpName, 'no free or false-positive candidate');
-  assert.equal((await c.call('BF.EXISTS', 'signup:names', fpName)), 1);
-  assert.equal((await c.call('SISMEMBER', 'signup:users', fpName)), 0);
+  assert.equal((await c.call('BF.EXISTS', 'web:names', fpName)), 1);
+  assert.equal((await c.call('SISMEMBER', 'web:users', fpName)), 0);
   const newName = candidates.find((n) => !f.has(n) && n !== freeName);
 
   // The example server.

@@ -97,11 +97,15 @@ fn exact_budget(ctx: &Context, flags: &ContextFlags, existing_bytes: u64) -> u64
     } else {
         maxmemory.saturating_sub(used.saturating_sub(not_counted))
     };
+    // Redis' allocator (jemalloc) hands out a size class, up to 25% more than asked for, and
+    // used_memory counts the class: a limit in used_memory admits arrays up to the largest
+    // class under it.
+    let maxmemory = largest_size_class_at_most(maxmemory);
     // Untouched arrays take no RAM yet, so MemAvailable alone would let ever more of them in;
     // used_memory counts each one whole, and together they may not exceed the machine's memory.
     let machine = match total_system_memory {
         0 => u64::MAX,
-        total => (total - total / 16).saturating_sub(used),
+        total => largest_size_class_at_most((total - total / 16).saturating_sub(used)),
     };
     maxmemory
         .min(available - available / 16)
@@ -194,4 +198,37 @@ fn mem_available() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+/// The largest allocator size class of at most `bytes` (jemalloc's classes above 16 KiB: four
+/// per doubling, the multiples of 2^(⌊log2 n⌋−2)); an array of at most that many bytes takes
+/// at most `bytes` of `used_memory`. Small values and `u64::MAX` (no limit) are returned as
+/// they are.
+fn largest_size_class_at_most(bytes: u64) -> u64 {
+    if bytes < 16 * 1024 || bytes == u64::MAX {
+        return bytes;
+    }
+    let step = 1u64 << (63 - bytes.leading_zeros() - 2);
+    bytes - bytes % step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::largest_size_class_at_most;
+
+    #[test]
+    fn size_classes() {
+        // (limit, largest class at most the limit): 1.45e9 → 1.25 GiB, so a 1.378e9-byte
+        // array (class 1.5 GiB) is refused.
+        for (limit, class) in [
+            (1_450_000_000, 1_342_177_280),
+            (1 << 30, 1 << 30),
+            ((1 << 30) + (1 << 28) - 1, 1 << 30),
+            (1_610_612_736, 1_610_612_736),
+            (100, 100),
+            (u64::MAX, u64::MAX),
+        ] {
+            assert_eq!(largest_size_class_at_most(limit), class, "{limit}");
+        }
+    }
 }

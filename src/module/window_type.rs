@@ -100,7 +100,8 @@ pub fn get(key: &RedisKey) -> Option<&Window> {
     key.get_value::<Window>(&WINDOW_TYPE).ok().flatten()
 }
 
-fn get_mut(key: &RedisKeyWritable) -> Option<&mut Window> {
+/// The window of a key opened for writing, if it holds one.
+pub(crate) fn get_mut(key: &RedisKeyWritable) -> Option<&mut Window> {
     key.get_value::<Window>(&WINDOW_TYPE).ok().flatten()
 }
 

@@ -76,6 +76,10 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
     let key = ctx.open_key_writable(&args[1]);
     match lookup_mut(&key) {
         Lookup::Found(_) => return Reply::Error("ERR item exists"),
+        // A window filter is a filter too: RESERVE over it says so, as over a plain one.
+        Lookup::WrongType if crate::module::window_type::get_mut(&key).is_some() => {
+            return Reply::Error("ERR item exists")
+        }
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing => {}
     }
