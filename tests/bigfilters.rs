@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{attach_replica, info_num, info_str, proc_vm_bytes, scandump, Server};
+use common::{attach_replica, info_num, proc_vm_bytes, scandump, Server};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -82,8 +82,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
 
     // BF.RESERVE: ~857 MiB of bit array.
     let (rss0, used0) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
-    let _: () = common::cmd("BF.RESERVE big")
-        .arg(0.001)
+    let _: () = common::cmd("BF.RESERVE big 0.001")
         .arg(500_000_000u64)
         .query(&mut con)
         .unwrap();
@@ -110,11 +109,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert!(rss2 - rss1 >= 40 * MIB, "RSS did not grow as bits were set");
 
     // Growth into a big new layer: first layer 1000 items, second 1000 × 100 000 items.
-    let _: () = common::cmd("BF.RESERVE grow")
-        .arg(0.01)
-        .arg(1000)
-        .arg("EXPANSION")
-        .arg(100_000)
+    let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 100000")
         .query(&mut con)
         .unwrap();
     let capacity = bf_info(&mut con, "grow", "CAPACITY");
@@ -182,8 +177,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         .arg(used + 100 * MIB)
         .query(&mut con)
         .unwrap();
-    let err = common::cmd("BF.RESERVE refused")
-        .arg(0.001)
+    let err = common::cmd("BF.RESERVE refused 0.001")
         .arg(500_000_000u64)
         .query::<()>(&mut con)
         .unwrap_err();
@@ -296,7 +290,7 @@ fn background_frees_leave_info_and_used_memory_right() {
 }
 
 fn wait_replica(primary: &mut Connection) {
-    let n: i64 = common::cmd("WAIT 1").arg(30_000).query(primary).unwrap();
+    let n: i64 = common::cmd("WAIT 1 30000").query(primary).unwrap();
     assert_eq!(n, 1, "the replica acknowledged the writes");
 }
 
@@ -316,17 +310,11 @@ fn replica_and_aof_replay_match_the_primary() {
     attach_replica(&replica, &primary);
 
     // Every operation of the stall benchmark, at 86 MiB instead of gigabytes.
-    let _: () = common::cmd("BF.RESERVE big")
-        .arg(0.001)
-        .arg(50_000_000)
+    let _: () = common::cmd("BF.RESERVE big 0.001 50000000")
         .query(&mut p)
         .unwrap();
     madd(&mut p, "big", "b", 0..50_000);
-    let _: () = common::cmd("BF.RESERVE grow")
-        .arg(0.01)
-        .arg(1000)
-        .arg("EXPANSION")
-        .arg(40_000)
+    let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 40000")
         .query(&mut p)
         .unwrap();
     madd(&mut p, "grow", "g", 0..3000);

@@ -17,8 +17,8 @@ use common::{cmd, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
-    assert_all_present, assert_present, cluster_ok, create_cluster, info_field, raw, reshard,
-    value_error, wait_until, Expected,
+    assert_all_present, assert_present, cluster_client, cluster_ok, create_cluster, info_field,
+    raw, reshard, value_error, wait_until, Expected,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -165,11 +165,7 @@ fn resharding_under_writes_keeps_every_item() {
         .collect();
     println!("cluster of 3 primaries up in {:?}", t0.elapsed());
 
-    let urls: Vec<String> = ports
-        .iter()
-        .map(|p| format!("redis://127.0.0.1:{p}/"))
-        .collect();
-    let client = ClusterClient::new(urls).unwrap();
+    let client = cluster_client(&ports);
     let mut con = client.get_connection().unwrap();
     let mut expected = Expected::new();
     for i in 0..FILTERS {

@@ -80,17 +80,11 @@ fn eviction_policies_treat_new_filters_as_writes() {
             replies[0]
         );
         // A 2.6 MB filter (large: the exact budget is read) and BF.INSERT on a new key.
-        let r: String = common::cmd("BF.RESERVE big")
-            .arg(0.01)
-            .arg(2_000_000)
+        let r: String = common::cmd("BF.RESERVE big 0.01 2000000")
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{policy}: BF.RESERVE of 2.6 MB refused: {e}"));
         assert_eq!(r, "OK");
-        let r: Vec<i64> = common::cmd("BF.INSERT ins CAPACITY")
-            .arg(100_000)
-            .arg("ITEMS")
-            .arg("a")
-            .arg("b")
+        let r: Vec<i64> = common::cmd("BF.INSERT ins CAPACITY 100000 ITEMS a b")
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{policy}: BF.INSERT refused: {e}"));
         assert_eq!(r, vec![1, 1]);
@@ -119,8 +113,7 @@ fn eviction_policies_treat_new_filters_as_writes() {
         assert_eq!(layers, vec![2], "{policy}");
         // What can never fit is still refused: an array larger than maxmemory itself.
         let e = error_text(
-            common::cmd("BF.RESERVE huge")
-                .arg(0.01)
+            common::cmd("BF.RESERVE huge 0.01")
                 .arg(max) // about 1.2 bytes an item: larger than maxmemory
                 .query(&mut con),
         );
@@ -139,11 +132,7 @@ fn noeviction_refuses_what_would_cross_maxmemory() {
     let s = Server::start();
     let mut con = s.conn();
     // A full filter of 10 items about to grow into a 431 KB layer.
-    let _: String = common::cmd("BF.RESERVE grow")
-        .arg(0.001)
-        .arg(10)
-        .arg("EXPANSION")
-        .arg(20_000)
+    let _: String = common::cmd("BF.RESERVE grow 0.001 10 EXPANSION 20000")
         .query(&mut con)
         .unwrap();
     let items: Vec<String> = (0..10).map(|i| format!("g{i}")).collect();
@@ -160,12 +149,7 @@ fn noeviction_refuses_what_would_cross_maxmemory() {
     let r: i64 = common::cmd("BF.ADD small a").query(&mut con).unwrap();
     assert_eq!(r, 1);
     // A 2.6 MB filter would cross the limit.
-    let e = error_text(
-        common::cmd("BF.RESERVE big")
-            .arg(0.01)
-            .arg(2_000_000)
-            .query(&mut con),
-    );
+    let e = error_text(common::cmd("BF.RESERVE big 0.01 2000000").query(&mut con));
     assert!(e.contains(NO_MEMORY), "{e}");
     // The growth too: the item is refused, the filter unchanged.
     let e = error_text(common::cmd("BF.ADD grow").arg("one more").query(&mut con));
@@ -308,9 +292,7 @@ fn a_million_item_madd_holds_no_per_item_copies() {
     let mut con = s.conn();
     let pid = info_num(&mut con, "server", "process_id");
     let items: Vec<String> = (0..1_000_000).map(|i| format!("item:{i}")).collect();
-    let _: String = common::cmd("BF.RESERVE k")
-        .arg(0.01)
-        .arg(2_000_000)
+    let _: String = common::cmd("BF.RESERVE k 0.01 2000000")
         .query(&mut con)
         .unwrap();
     let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();

@@ -9,7 +9,7 @@ mod common;
 
 use common::{attach_replica, exits_within, info_str, proc_vm_bytes, Server};
 use redis::{Connection, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Room left to the replica above its address space at the time of the limit.
 const HEADROOM: u64 = 128 << 20;
@@ -54,6 +54,14 @@ fn assert_aborted(replica: &mut Server, command: &str) {
     assert!(line.contains("aborting"), "{line}");
 }
 
+/// A primary and a would-be replica (not attached yet), and a connection to the primary.
+fn unattached_pair() -> (Server, Server, Connection) {
+    let primary = Server::start();
+    let replica = Server::start();
+    let p = primary.conn();
+    (primary, replica, p)
+}
+
 #[test]
 fn replica_that_cannot_grow_a_layer_aborts() {
     let primary = Server::start();
@@ -61,10 +69,7 @@ fn replica_that_cannot_grow_a_layer_aborts() {
     attach_replica(&replica, &primary);
     let mut p = primary.conn();
     // A scaling filter whose second layer is about 256 MiB.
-    let _: String = common::cmd("BF.RESERVE k")
-        .arg(0.01)
-        .arg(100)
-        .arg("EXPANSION")
+    let _: String = common::cmd("BF.RESERVE k 0.01 100 EXPANSION")
         .arg(BIG_CAPACITY / 100)
         .query(&mut p)
         .unwrap();
@@ -80,14 +85,9 @@ fn replica_that_cannot_grow_a_layer_aborts() {
 
 #[test]
 fn replica_that_cannot_load_a_chunk_header_aborts() {
-    let primary = Server::start();
-    let mut replica = Server::start();
-    let mut p = primary.conn();
+    let (primary, mut replica, mut p) = unattached_pair();
     // The header of a 256 MiB filter, taken before the replica attaches.
-    let _: String = common::cmd("BF.RESERVE src")
-        .arg(0.005)
-        .arg(BIG_CAPACITY)
-        .arg("NONSCALING")
+    let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
         .query(&mut p)
         .unwrap();
     let header: (i64, Vec<u8>) = common::cmd("BF.SCANDUMP src 0").query(&mut p).unwrap();
@@ -105,12 +105,8 @@ fn replica_that_cannot_load_a_chunk_header_aborts() {
 
 #[test]
 fn replica_under_a_memory_limit_still_applies_what_fits() {
-    let primary = Server::start();
-    let mut replica = Server::start();
-    let mut p = primary.conn();
-    let _: String = common::cmd("BF.RESERVE src")
-        .arg(0.01)
-        .arg(10_000)
+    let (primary, mut replica, mut p) = unattached_pair();
+    let _: String = common::cmd("BF.RESERVE src 0.01 10000")
         .query(&mut p)
         .unwrap();
     let _: i64 = common::cmd("BF.ADD src dumped").query(&mut p).unwrap();

@@ -67,14 +67,20 @@ fn reserve(con: &mut Connection, key: &str, error: f64, capacity: u64, window: u
     assert_eq!(r, "OK");
 }
 
+/// A server holding the window filter `key` (`BF.RESERVE key error capacity WINDOW window`).
+fn window_filter(key: &str, error: f64, capacity: u64, window: u64) -> (Server, Connection) {
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, key, error, capacity, window);
+    (server, con)
+}
+
 /// 100 000 items in 20 batches over several generations of a 2 s window: no false negative
 /// while an item is inside its window, forgotten (false positives aside) by 1.25 × window.
 #[test]
 fn no_false_negatives_inside_the_window_and_forgotten_after() {
     const W: u64 = 2000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "w", 0.01, 100_000, W);
+    let (_server, mut con) = window_filter("w", 0.01, 100_000, W);
     let mut batches: Vec<(Vec<String>, u64, u64)> = Vec::new();
     let (mut present_checks, mut forgotten_checks) = (0, 0);
     for b in 0..20 {
@@ -135,9 +141,7 @@ fn no_false_negatives_inside_the_window_and_forgotten_after() {
 #[test]
 fn false_positive_rate_within_requested() {
     const W: u64 = 2000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "fp", 0.01, 20_000, W);
+    let (_server, mut con) = window_filter("fp", 0.01, 20_000, W);
     // 5 000 items per quarter window = 20 000 per window, for two windows.
     for g in 0..8 {
         madd(&mut con, "fp", &items(&format!("g{g}"), 0..5000));
@@ -163,9 +167,7 @@ fn false_positive_rate_within_requested() {
 #[test]
 fn re_add_refreshes_the_age() {
     const W: u64 = 4000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "r", 0.0001, 1000, W);
+    let (_server, mut con) = window_filter("r", 0.0001, 1000, W);
     let others = items("other", 0..20);
     let t0 = now();
     let first: i64 = common::cmd("BF.ADD r x").query(&mut con).unwrap();
@@ -302,12 +304,7 @@ fn info_and_errors() {
     let exists: i64 = common::cmd("EXISTS n").query(&mut con).unwrap();
     assert_eq!(exists, 0, "failed commands create nothing");
     // Non-scaling: a quarter-window generation holds ⌈capacity / 4⌉ items.
-    let ok: String = common::cmd("BF.RESERVE ns")
-        .arg(0.01)
-        .arg(8)
-        .arg("WINDOW")
-        .arg(86_400_000)
-        .arg("NONSCALING")
+    let ok: String = common::cmd("BF.RESERVE ns 0.01 8 WINDOW 86400000 NONSCALING")
         .query(&mut con)
         .unwrap();
     assert_eq!(ok, "OK");
@@ -322,11 +319,7 @@ fn info_and_errors() {
         "stops after the full error"
     );
     // BF.INSERT with WINDOW creates; a plain BF.INSERT on a window key adds to it.
-    let r: Vec<i64> = common::cmd("BF.INSERT ins ERROR")
-        .arg(0.001)
-        .arg("WINDOW")
-        .arg(60_000)
-        .arg("ITEMS")
+    let r: Vec<i64> = common::cmd("BF.INSERT ins ERROR 0.001 WINDOW 60000 ITEMS")
         .arg(&["p", "q"])
         .query(&mut con)
         .unwrap();
@@ -466,9 +459,7 @@ fn replica_is_byte_identical() {
 /// Hostile window headers and RDB payloads are refused with an error and create nothing.
 #[test]
 fn hostile_window_dumps_are_refused() {
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "h", 0.01, 100, 60_000);
+    let (_server, mut con) = window_filter("h", 0.01, 100, 60_000);
     madd(&mut con, "h", &items("h", 0..50));
     let dump = scandump(&mut con, b"h");
     let header = dump[0].1.clone();
@@ -502,10 +493,7 @@ fn hostile_window_dumps_are_refused() {
         .arg(&header)
         .query(&mut con)
         .unwrap();
-    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok")
-        .arg(1_000_000)
-        .arg("abc")
-        .query(&mut con);
+    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok 1000000 abc").query(&mut con);
     assert!(r.unwrap_err().to_string().contains("invalid offset"));
     // Corrupted DUMP payloads with a valid checksum: every byte of the first 200 and every
     // 7th after changed in turn; each is refused or restores a filter that then works.

@@ -37,11 +37,7 @@ fn skewed_replicas_and_aof_replay_stay_identical() {
     let ahead = start_skewed(300_000, &[("replicaof 127.0.0.1", pport.as_str())]);
     let behind = start_skewed(-300_000, &[("replicaof 127.0.0.1", pport.as_str())]);
     wait_replicas(&mut pc, 2);
-    let _: String = common::cmd("BF.RESERVE w")
-        .arg(0.01)
-        .arg(400)
-        .arg("WINDOW")
-        .arg(1000)
+    let _: String = common::cmd("BF.RESERVE w 0.01 400 WINDOW 1000")
         .query(&mut pc)
         .unwrap();
     for g in 0..8 {

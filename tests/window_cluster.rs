@@ -9,9 +9,9 @@
 mod common;
 mod robust;
 
-use common::{scandump, Server};
-use redis::cluster::{ClusterClient, ClusterConnection};
-use robust::{cluster_ok, create_cluster, reshard, wait_until};
+use common::scandump;
+use redis::cluster::ClusterConnection;
+use robust::{cluster_client, cluster_ok, create_cluster, reshard, wait_until};
 use std::time::Duration;
 
 const SHARDS: u64 = 8;
@@ -56,11 +56,7 @@ fn spread_window_filter_survives_a_reshard() {
                 .unwrap()
         })
         .collect();
-    let urls: Vec<String> = ports
-        .iter()
-        .map(|p| format!("redis://127.0.0.1:{p}/"))
-        .collect();
-    let client = ClusterClient::new(urls).unwrap();
+    let client = cluster_client(&ports);
     let mut con = client.get_connection().unwrap();
     // One hour window, 20 000 items per window spread over 8 shards.
     for s in 0..SHARDS {

@@ -910,3 +910,23 @@ pub fn attach_replica(replica: &Server, primary: &Server) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Waits up to `timeout` for `child` to exit and returns its status; on timeout kills and
+/// reaps it and returns `None`.
+pub fn exit_status_within(
+    child: &mut Child,
+    timeout: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -274,3 +274,12 @@ pub fn reshard(
         "--cluster-yes".into(),
     ])
 }
+
+/// A cluster client that knows every node of `ports` (all on 127.0.0.1).
+pub fn cluster_client(ports: &[u16]) -> redis::cluster::ClusterClient {
+    let urls: Vec<String> = ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}/"))
+        .collect();
+    redis::cluster::ClusterClient::new(urls).unwrap()
+}
