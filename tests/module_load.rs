@@ -7,7 +7,7 @@ mod common;
 use common::{free_port, module_path, newer_source, server_binary, Server};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// RedisBloom's version encoding of this crate's version: major·10000 + minor·100 + patch.
 fn expected_version() -> i64 {
