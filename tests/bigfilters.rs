@@ -8,39 +8,16 @@
 
 mod common;
 
-use common::{scandump, Server};
+use common::{attach_replica, info_num, proc_vm_bytes, scandump, Server};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 
-fn info_field(con: &mut Connection, section: &str, name: &str) -> Option<String> {
-    let text: String = redis::cmd("INFO").arg(section).query(con).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-}
-
-fn info_u64(con: &mut Connection, section: &str, name: &str) -> u64 {
-    info_field(con, section, name)
-        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
-        .parse()
-        .unwrap()
-}
-
 /// The server process' resident set (VmRSS), in bytes.
 fn rss(con: &mut Connection) -> u64 {
-    let pid = info_u64(con, "server", "process_id");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kib * 1024
+    let pid = info_num(con, "server", "process_id");
+    proc_vm_bytes(pid, "VmRSS")
 }
 
 fn bf_info(con: &mut Connection, key: &str, field: &str) -> u64 {
@@ -70,8 +47,8 @@ fn madd(con: &mut Connection, key: &str, prefix: &str, range: std::ops::Range<u6
 fn wait_frees_done(con: &mut Connection) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let lazy = info_u64(con, "memory", "lazyfree_pending_objects");
-        let ours = info_u64(con, "bf", "bf_free_pending_bytes");
+        let lazy = info_num(con, "memory", "lazyfree_pending_objects");
+        let ours = info_num(con, "bf", "bf_free_pending_bytes");
         if lazy == 0 && ours == 0 {
             return;
         }
@@ -87,12 +64,11 @@ fn wait_frees_done(con: &mut Connection) {
 fn settled_used_memory(con: &mut Connection) -> u64 {
     wait_frees_done(con);
     std::thread::sleep(Duration::from_millis(100));
-    info_u64(con, "memory", "used_memory")
+    info_num(con, "memory", "used_memory")
 }
 
 fn digest(con: &mut Connection, key: &str) -> String {
-    redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
+    common::cmd("DEBUG DIGEST-VALUE")
         .arg(key)
         .query::<Vec<String>>(con)
         .unwrap()
@@ -105,16 +81,14 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     let mut con = s.conn();
 
     // BF.RESERVE: ~857 MiB of bit array.
-    let (rss0, used0) = (rss(&mut con), info_u64(&mut con, "memory", "used_memory"));
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg("big")
-        .arg(0.001)
+    let (rss0, used0) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let _: () = common::cmd("BF.RESERVE big 0.001")
         .arg(500_000_000u64)
         .query(&mut con)
         .unwrap();
-    let bytes = info_u64(&mut con, "bf", "bf_bytes");
+    let bytes = info_num(&mut con, "bf", "bf_bytes");
     assert!(bytes > 800 * MIB, "bit array of {bytes} bytes");
-    let (rss1, used1) = (rss(&mut con), info_u64(&mut con, "memory", "used_memory"));
+    let (rss1, used1) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
     println!(
         "BF.RESERVE of {} MiB: used_memory +{} MiB, RSS +{} KiB",
         bytes / MIB,
@@ -135,12 +109,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert!(rss2 - rss1 >= 40 * MIB, "RSS did not grow as bits were set");
 
     // Growth into a big new layer: first layer 1000 items, second 1000 × 100 000 items.
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg("grow")
-        .arg(0.01)
-        .arg(1000)
-        .arg("EXPANSION")
-        .arg(100_000)
+    let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 100000")
         .query(&mut con)
         .unwrap();
     let capacity = bf_info(&mut con, "grow", "CAPACITY");
@@ -153,18 +122,15 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 1);
     let (rss3, used3, bytes3) = (
         rss(&mut con),
-        info_u64(&mut con, "memory", "used_memory"),
-        info_u64(&mut con, "bf", "bf_bytes"),
+        info_num(&mut con, "memory", "used_memory"),
+        info_num(&mut con, "bf", "bf_bytes"),
     );
-    let _: Vec<i64> = redis::cmd("BF.MADD")
-        .arg("grow")
-        .arg("new-1")
-        .arg("new-2")
+    let _: Vec<i64> = common::cmd("BF.MADD grow new-1 new-2")
         .query(&mut con)
         .unwrap();
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 2);
-    let layer = info_u64(&mut con, "bf", "bf_bytes") - bytes3;
-    let (rss4, used4) = (rss(&mut con), info_u64(&mut con, "memory", "used_memory"));
+    let layer = info_num(&mut con, "bf", "bf_bytes") - bytes3;
+    let (rss4, used4) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
     println!(
         "growth into a {} MiB layer: used_memory +{} MiB, RSS +{} KiB",
         layer / MIB,
@@ -178,14 +144,13 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     // A LOADCHUNK header creates the whole chain; the chunks fill it later.
     let chunks = scandump(&mut con, b"big");
     let (iter, header) = &chunks[0];
-    let (rss5, used5) = (rss(&mut con), info_u64(&mut con, "memory", "used_memory"));
-    let _: () = redis::cmd("BF.LOADCHUNK")
-        .arg("copy")
+    let (rss5, used5) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let _: () = common::cmd("BF.LOADCHUNK copy")
         .arg(*iter)
         .arg(header.as_slice())
         .query(&mut con)
         .unwrap();
-    let (rss6, used6) = (rss(&mut con), info_u64(&mut con, "memory", "used_memory"));
+    let (rss6, used6) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
     println!(
         "LOADCHUNK header: used_memory +{} MiB, RSS +{} KiB",
         (used6 - used5) / MIB,
@@ -195,8 +160,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert!(rss6.saturating_sub(rss5) <= 16 * MIB);
     // The rest of the chunks make it the same filter.
     for (iter, data) in &chunks[1..] {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("copy")
+        let _: () = common::cmd("BF.LOADCHUNK copy")
             .arg(*iter)
             .arg(data.as_slice())
             .query(&mut con)
@@ -205,22 +169,15 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
 
     // The memory limit still refuses what it refused (noeviction: the array must fit).
-    let used = info_u64(&mut con, "memory", "used_memory");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("noeviction")
+    let used = info_num(&mut con, "memory", "used_memory");
+    let _: () = common::cmd("CONFIG SET maxmemory-policy noeviction")
         .query(&mut con)
         .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
+    let _: () = common::cmd("CONFIG SET maxmemory")
         .arg(used + 100 * MIB)
         .query(&mut con)
         .unwrap();
-    let err = redis::cmd("BF.RESERVE")
-        .arg("refused")
-        .arg(0.001)
+    let err = common::cmd("BF.RESERVE refused 0.001")
         .arg(500_000_000u64)
         .query::<()>(&mut con)
         .unwrap_err();
@@ -260,7 +217,7 @@ fn assert_bf_empty(con: &mut Connection) {
         "bf_free_pending_bytes",
     ] {
         assert_eq!(
-            info_u64(con, "bf", f),
+            info_num(con, "bf", f),
             0,
             "{f} after every filter was freed"
         );
@@ -280,13 +237,13 @@ fn background_frees_leave_info_and_used_memory_right() {
         }
         let base = settled_used_memory(&mut meter);
         assert_bf_empty(&mut meter);
-        let lazy0 = info_u64(&mut meter, "memory", "lazyfreed_objects");
+        let lazy0 = info_num(&mut meter, "memory", "lazyfreed_objects");
 
         // Eight clients delete interleaved keys at once, half with DEL, half with UNLINK.
         let mut con = s.conn();
         let keys = populate(&mut con, "k");
         drop(con);
-        assert_eq!(info_u64(&mut meter, "bf", "bf_filters"), keys.len() as u64);
+        assert_eq!(info_num(&mut meter, "bf", "bf_filters"), keys.len() as u64);
         let port = s.port;
         let threads: Vec<_> = (0..8)
             .map(|t| {
@@ -307,7 +264,7 @@ fn background_frees_leave_info_and_used_memory_right() {
         }
         let after = settled_used_memory(&mut meter);
         assert_bf_empty(&mut meter);
-        let lazy = info_u64(&mut meter, "memory", "lazyfreed_objects") - lazy0;
+        let lazy = info_num(&mut meter, "memory", "lazyfreed_objects") - lazy0;
         println!(
             "lazyfree-lazy-user-del {lazy_user_del}: used_memory {base} before, {after} after; \
              {lazy} values freed by Redis' lazyfree thread"
@@ -321,7 +278,7 @@ fn background_frees_leave_info_and_used_memory_right() {
         // FLUSHALL ASYNC frees everything in the background.
         let mut con = s.conn();
         populate(&mut con, "f");
-        let _: () = redis::cmd("FLUSHALL").arg("ASYNC").query(&mut con).unwrap();
+        let _: () = common::cmd("FLUSHALL ASYNC").query(&mut con).unwrap();
         drop(con);
         let after = settled_used_memory(&mut meter);
         assert_bf_empty(&mut meter);
@@ -333,11 +290,7 @@ fn background_frees_leave_info_and_used_memory_right() {
 }
 
 fn wait_replica(primary: &mut Connection) {
-    let n: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(30_000)
-        .query(primary)
-        .unwrap();
+    let n: i64 = common::cmd("WAIT 1 30000").query(primary).unwrap();
     assert_eq!(n, 1, "the replica acknowledged the writes");
 }
 
@@ -354,39 +307,21 @@ fn replica_and_aof_replay_match_the_primary() {
     let replica = Server::start_with(&[], &[("repl-diskless-sync-delay", "0")]);
     let mut p = primary.conn();
     let mut r = replica.conn();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port)
-        .query(&mut r)
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while info_field(&mut r, "replication", "master_link_status").as_deref() != Some("up") {
-        assert!(Instant::now() < deadline, "replica never synced");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    attach_replica(&replica, &primary);
 
     // Every operation of the stall benchmark, at 86 MiB instead of gigabytes.
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg("big")
-        .arg(0.001)
-        .arg(50_000_000)
+    let _: () = common::cmd("BF.RESERVE big 0.001 50000000")
         .query(&mut p)
         .unwrap();
     madd(&mut p, "big", "b", 0..50_000);
-    let _: () = redis::cmd("BF.RESERVE")
-        .arg("grow")
-        .arg(0.01)
-        .arg(1000)
-        .arg("EXPANSION")
-        .arg(40_000)
+    let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 40000")
         .query(&mut p)
         .unwrap();
     madd(&mut p, "grow", "g", 0..3000);
     assert_eq!(bf_info(&mut p, "grow", "FILTERS"), 2);
     let chunks = scandump(&mut p, b"big");
     for (iter, data) in &chunks {
-        let _: () = redis::cmd("BF.LOADCHUNK")
-            .arg("copy")
+        let _: () = common::cmd("BF.LOADCHUNK copy")
             .arg(*iter)
             .arg(data.as_slice())
             .query(&mut p)
@@ -401,14 +336,14 @@ fn replica_and_aof_replay_match_the_primary() {
             .unwrap();
         madd(&mut p, k, k, 0..1000);
     }
-    let _: i64 = redis::cmd("DEL").arg("d1").query(&mut p).unwrap();
-    let _: i64 = redis::cmd("UNLINK").arg("d2").query(&mut p).unwrap();
+    let _: i64 = common::cmd("DEL d1").query(&mut p).unwrap();
+    let _: i64 = common::cmd("UNLINK d2").query(&mut p).unwrap();
     // Overwritten by another type.
-    let _: () = redis::cmd("SET").arg("d3").arg("v").query(&mut p).unwrap();
-    let _: () = redis::cmd("SELECT").arg(1).query(&mut p).unwrap();
+    let _: () = common::cmd("SET d3 v").query(&mut p).unwrap();
+    let _: () = common::cmd("SELECT 1").query(&mut p).unwrap();
     populate(&mut p, "db1");
-    let _: () = redis::cmd("FLUSHDB").arg("ASYNC").query(&mut p).unwrap();
-    let _: () = redis::cmd("SELECT").arg(0).query(&mut p).unwrap();
+    let _: () = common::cmd("FLUSHDB ASYNC").query(&mut p).unwrap();
+    let _: () = common::cmd("SELECT 0").query(&mut p).unwrap();
     wait_replica(&mut p);
 
     let keys = ["big", "grow", "copy"];
@@ -431,10 +366,10 @@ fn replica_and_aof_replay_match_the_primary() {
                 "{who}: SCANDUMP of {k}"
             );
         }
-        let _: () = redis::cmd("SELECT").arg(1).query(con).unwrap();
+        let _: () = common::cmd("SELECT 1").query(con).unwrap();
         let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
         assert_eq!(dbsize, 0, "{who}: db 1 flushed");
-        let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
+        let _: () = common::cmd("SELECT 0").query(con).unwrap();
     };
     check(&mut r, "replica");
     drop(r);
@@ -484,35 +419,28 @@ fn active_defrag_moves_small_filters_without_changing_them() {
     }
     let kept: Vec<&String> = keys.iter().step_by(4).collect();
     let before: Vec<String> = kept.iter().map(|k| digest(&mut con, k)).collect();
-    let enabled = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("activedefrag")
-        .arg("yes")
-        .query::<()>(&mut con);
+    let enabled = common::cmd("CONFIG SET activedefrag yes").query::<()>(&mut con);
     if let Err(e) = enabled {
         println!("active defrag not supported by this server ({e}), skipped");
         return;
     }
     let deadline = Instant::now() + Duration::from_secs(60);
-    while info_u64(&mut con, "bf", "bf_defrag_hits") < 1000 {
+    while info_num(&mut con, "bf", "bf_defrag_hits") < 1000 {
         assert!(
             Instant::now() < deadline,
             "active defrag moved no filter: INFO bf {:?}, server hits {}",
-            info_u64(&mut con, "bf", "bf_defrag_hits"),
-            info_u64(&mut con, "stats", "active_defrag_hits")
+            info_num(&mut con, "bf", "bf_defrag_hits"),
+            info_num(&mut con, "stats", "active_defrag_hits")
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("activedefrag")
-        .arg("no")
+    let _: () = common::cmd("CONFIG SET activedefrag no")
         .query(&mut con)
         .unwrap();
     println!(
         "bf_defrag_hits {}, bf_defrag_misses {}",
-        info_u64(&mut con, "bf", "bf_defrag_hits"),
-        info_u64(&mut con, "bf", "bf_defrag_misses")
+        info_num(&mut con, "bf", "bf_defrag_hits"),
+        info_num(&mut con, "bf", "bf_defrag_misses")
     );
     for (k, d) in kept.iter().zip(&before) {
         assert_eq!(&digest(&mut con, k), d, "{k} changed by defrag");
@@ -531,7 +459,7 @@ fn active_defrag_moves_small_filters_without_changing_them() {
             .unwrap();
         assert_eq!(added, 1);
     }
-    assert_eq!(info_u64(&mut con, "bf", "bf_filters"), kept.len() as u64);
+    assert_eq!(info_num(&mut con, "bf", "bf_filters"), kept.len() as u64);
 }
 
 /// Untouched arrays take no RAM, so `MemAvailable` stays high however many there are; each

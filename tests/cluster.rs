@@ -13,13 +13,13 @@
 mod common;
 mod robust;
 
-use common::{cmd, free_port, Rng, Server};
+use common::{cmd, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
-    assert_all_present, assert_present, info_field, raw, value_error, wait_until, Expected,
+    assert_all_present, assert_present, cluster_client, cluster_ok, create_cluster, info_field,
+    raw, reshard, value_error, wait_until, Expected,
 };
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,33 +34,6 @@ fn key(i: usize) -> Vec<u8> {
 
 fn item(i: usize, n: usize) -> Vec<u8> {
     format!("cl{i}:{n}").into_bytes()
-}
-
-fn start_node() -> Server {
-    let bus = free_port().to_string();
-    Server::start_with(
-        &[],
-        &[
-            ("cluster-enabled", "yes"),
-            ("cluster-config-file", "nodes.conf"),
-            ("cluster-node-timeout", "5000"),
-            ("cluster-port", bus.as_str()),
-        ],
-    )
-}
-
-fn redis_cli(args: &[String]) -> String {
-    let out = Command::new("redis-cli")
-        .args(args)
-        .output()
-        .expect("redis-cli (redis-tools) must be installed");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
-    text
 }
 
 /// slot → port of the primary serving it, from CLUSTER NODES.
@@ -95,16 +68,6 @@ fn slot_owners(con: &mut Connection) -> Vec<u16> {
         }
     }
     owner
-}
-
-fn cluster_ok(port: u16) -> bool {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
-        .map(|mut c| {
-            let info: String = cmd("CLUSTER INFO").query(&mut c).unwrap();
-            info.contains("cluster_state:ok") && info.contains("cluster_slots_assigned:16384")
-        })
-        .unwrap_or(false)
 }
 
 fn dbsizes(nodes: &[Server]) -> Vec<i64> {
@@ -195,28 +158,14 @@ fn writer(client: ClusterClient, stop: Arc<AtomicBool>, seed: u64) -> Written {
 #[test]
 fn resharding_under_writes_keeps_every_item() {
     let t0 = Instant::now();
-    let nodes: Vec<Server> = (0..3).map(|_| start_node()).collect();
-    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    redis_cli(&args);
-    for &p in &ports {
-        wait_until("cluster_state:ok", Duration::from_secs(60), || {
-            cluster_ok(p)
-        });
-    }
+    let (nodes, ports) = create_cluster(3);
     let ids: Vec<String> = nodes
         .iter()
         .map(|n| cmd("CLUSTER MYID").query(&mut n.conn()).unwrap())
         .collect();
     println!("cluster of 3 primaries up in {:?}", t0.elapsed());
 
-    let urls: Vec<String> = ports
-        .iter()
-        .map(|p| format!("redis://127.0.0.1:{p}/"))
-        .collect();
-    let client = ClusterClient::new(urls).unwrap();
+    let client = cluster_client(&ports);
     let mut con = client.get_connection().unwrap();
     let mut expected = Expected::new();
     for i in 0..FILTERS {
@@ -258,18 +207,7 @@ fn resharding_under_writes_keeps_every_item() {
     let mut filters_moved = Vec::new();
     for (from, to) in [(0usize, 1usize), (2, 0), (0, 2)] {
         let t = Instant::now();
-        let out = redis_cli(&[
-            "--cluster".into(),
-            "reshard".into(),
-            format!("127.0.0.1:{}", ports[from]),
-            "--cluster-from".into(),
-            ids[from].clone(),
-            "--cluster-to".into(),
-            ids[to].clone(),
-            "--cluster-slots".into(),
-            SLOTS_PER_MOVE.to_string(),
-            "--cluster-yes".into(),
-        ]);
+        let out = reshard(&ports, &ids, from, to, SLOTS_PER_MOVE);
         // The plan lists every slot once, the execution once more ("Moving slot N from
         // 127.0.0.1:p to 127.0.0.1:q: …"): count the executed moves.
         let moved = out

@@ -266,11 +266,7 @@ fn module() -> String {
 }
 
 fn config_get(con: &mut redis::Connection, name: &str) -> String {
-    let v: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg(name)
-        .query(con)
-        .unwrap();
+    let v: Vec<String> = common::cmd("CONFIG GET").arg(name).query(con).unwrap();
     assert_eq!(v.len(), 2, "CONFIG GET {name}: {v:?}");
     v[1].clone()
 }
@@ -327,8 +323,7 @@ fn loadex(bin: &str) {
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
     for (name, value) in BAD {
         let what = format!("{bin}: MODULE LOADEX … CONFIG {name} {value:?}");
-        let r: redis::RedisResult<String> = redis::cmd("MODULE")
-            .arg("LOADEX")
+        let r: redis::RedisResult<String> = common::cmd("MODULE LOADEX")
             .arg(module())
             .arg("CONFIG")
             .arg(name)
@@ -342,7 +337,7 @@ fn loadex(bin: &str) {
         let mut con2 = p
             .running()
             .unwrap_or_else(|| panic!("{what}: server died\n{}", p.log()));
-        let list: redis::Value = redis::cmd("MODULE").arg("LIST").query(&mut con2).unwrap();
+        let list: redis::Value = common::cmd("MODULE LIST").query(&mut con2).unwrap();
         assert!(
             !format!("{list:?}").contains("bf"),
             "{what}: module loaded: {list:?}"
@@ -357,8 +352,7 @@ fn loadex(bin: &str) {
     // Malformed load arguments after valid configs: refused the same way.
     for args in BAD_LOAD_LINES {
         let what = format!("{bin}: MODULE LOADEX … ARGS {}", args.join(" "));
-        let r: redis::RedisResult<String> = redis::cmd("MODULE")
-            .arg("LOADEX")
+        let r: redis::RedisResult<String> = common::cmd("MODULE LOADEX")
             .arg(module())
             .arg("CONFIG")
             .arg("bf.initial-size")
@@ -369,8 +363,7 @@ fn loadex(bin: &str) {
         assert!(r.is_err(), "{what}: {r:?}");
         assert!(p.running().is_some(), "{what}: server died\n{}", p.log());
     }
-    let _: () = redis::cmd("MODULE")
-        .arg("LOADEX")
+    let _: () = common::cmd("MODULE LOADEX")
         .arg(module())
         .arg("CONFIG")
         .arg("bf.error-rate")
@@ -385,11 +378,7 @@ fn loadex(bin: &str) {
         .unwrap_or_else(|e| panic!("{bin}: valid LOADEX: {e}\n{}", p.log()));
     assert_eq!(config_get(&mut con, "bf.error-rate"), "0.125");
     assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
-    let added: i64 = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let added: i64 = common::cmd("BF.ADD k x").query(&mut con).unwrap();
     assert_eq!(added, 1);
 }
 
@@ -402,8 +391,7 @@ fn config_set(bin: &str) {
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
     for (name, value) in BAD {
         let before = config_get(&mut con, name);
-        let r: redis::RedisResult<()> = redis::cmd("CONFIG")
-            .arg("SET")
+        let r: redis::RedisResult<()> = common::cmd("CONFIG SET")
             .arg(name)
             .arg(value)
             .query(&mut con);
@@ -415,9 +403,7 @@ fn config_set(bin: &str) {
         );
     }
     for (input, shown) in RATES {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("bf.error-rate")
+        let _: () = common::cmd("CONFIG SET bf.error-rate")
             .arg(input)
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{bin}: CONFIG SET bf.error-rate {input}: {e}"));
@@ -458,12 +444,8 @@ fn load_lines(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    let _: i64 = redis::cmd("BF.ADD")
-        .arg("k")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
-    let debug: Vec<String> = redis::cmd("BF.DEBUG").arg("k").query(&mut con).unwrap();
+    let _: i64 = common::cmd("BF.ADD k x").query(&mut con).unwrap();
+    let debug: Vec<String> = common::cmd("BF.DEBUG k").query(&mut con).unwrap();
     assert!(
         debug[1].ends_with("capacity:100 size:1 ratio:0.0005"),
         "{debug:?}"

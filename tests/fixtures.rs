@@ -316,14 +316,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
         ),
         (items.len(), items_digest(&items)),
     );
-    let cmds: Vec<Vec<Vec<u8>>> = items
-        .chunks(10000)
-        .map(|batch| {
-            let mut v = args([b"BF.MEXISTS", key]);
-            v.extend(batch.iter().cloned());
-            v
-        })
-        .collect();
+    let cmds = mexists_batches(key, &items, 10000);
     let mut zero = Vec::new();
     let mut idx = 0;
     for r in c.pipe(&cmds) {
@@ -342,14 +335,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
     // The 5000 probes: exactly the recorded false positives answer 1.
     let pr = &fx.j["probes"];
     let probes = probe_items(key, pr["count"].as_u64().unwrap() as usize);
-    let cmds: Vec<Vec<Vec<u8>>> = probes
-        .chunks(1000)
-        .map(|batch| {
-            let mut v = args([b"BF.MEXISTS", key]);
-            v.extend(batch.iter().cloned());
-            v
-        })
-        .collect();
+    let cmds = mexists_batches(key, &probes, 1000);
     let answers: Vec<i64> = c
         .pipe(&cmds)
         .iter()
@@ -714,27 +700,33 @@ fn aof_fixture_loads_identically_and_rewrites_as_scandump_walks() {
     reload_rewritten(&server, &set, "appendonlydir rewritten and reloaded");
 }
 
-#[test]
-fn replayed_rdb_commands_rebuild_identical_filters() {
-    let set = load_set("keys");
+/// Replays the commands of the fixture set `name` into a fresh AOF server, checks the dataset,
+/// rewrites the AOF and checks the rewrite; with `reload`, also reloads the rewritten AOF.
+fn check_replayed(name: &str, reload: bool) {
+    let set = load_set(name);
     let server = DirServer::start(DirServer::tempdir(), &AOF_ARGS);
     let mut c = server.conn();
-    replay(&mut c, &set, "replay keys/");
-    check_dataset(&server, &set, "replayed keys/");
+    replay(&mut c, &set, &format!("replay {name}/"));
+    check_dataset(&server, &set, &format!("replayed {name}/"));
     let base = rewrite_aof(&server, &mut c);
-    check_rewrite(&base, &set, "replayed keys/ rewrite");
-    reload_rewritten(&server, &set, "replayed keys/ rewritten and reloaded");
+    check_rewrite(&base, &set, &format!("replayed {name}/ rewrite"));
+    if reload {
+        reload_rewritten(
+            &server,
+            &set,
+            &format!("replayed {name}/ rewritten and reloaded"),
+        );
+    }
+}
+
+#[test]
+fn replayed_rdb_commands_rebuild_identical_filters() {
+    check_replayed("keys", true);
 }
 
 #[test]
 fn replayed_aof_commands_rebuild_identical_filters() {
-    let set = load_set("aof-keys");
-    let server = DirServer::start(DirServer::tempdir(), &AOF_ARGS);
-    let mut c = server.conn();
-    replay(&mut c, &set, "replay aof-keys/");
-    check_dataset(&server, &set, "replayed aof-keys/");
-    let base = rewrite_aof(&server, &mut c);
-    check_rewrite(&base, &set, "replayed aof-keys/ rewrite");
+    check_replayed("aof-keys", false);
 }
 
 #[test]
@@ -801,4 +793,16 @@ fn rewrite_of_a_layer_over_16_mib_matches_its_scandump_walk() {
         assert!(a[1].bulk() == data.as_slice(), "reloaded chunk at {it}");
         it = *next;
     }
+}
+
+/// `BF.MEXISTS key …` commands asking for `items` in batches of `batch`.
+fn mexists_batches(key: &[u8], items: &[Vec<u8>], batch: usize) -> Vec<Vec<Vec<u8>>> {
+    items
+        .chunks(batch)
+        .map(|batch| {
+            let mut v = args([b"BF.MEXISTS", key]);
+            v.extend(batch.iter().cloned());
+            v
+        })
+        .collect()
 }

@@ -7,32 +7,13 @@
 
 mod common;
 
-use common::Server;
+use common::{config_set, info_num, proc_number, proc_vm_bytes, Server};
 use redis::{Connection, Value};
 
 const NO_MEMORY: &str = "Insufficient memory to create filter";
 
-fn info_field(con: &mut Connection, section: &str, name: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 fn used_memory(con: &mut Connection) -> u64 {
-    info_field(con, "memory", "used_memory")
-}
-
-fn config_set(con: &mut Connection, name: &str, value: &str) {
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(name)
-        .arg(value)
-        .query(con)
-        .unwrap();
+    info_num(con, "memory", "used_memory")
 }
 
 /// Fills the server with `n` strings of 1000 bytes (with a TTL, so volatile policies can
@@ -99,20 +80,11 @@ fn eviction_policies_treat_new_filters_as_writes() {
             replies[0]
         );
         // A 2.6 MB filter (large: the exact budget is read) and BF.INSERT on a new key.
-        let r: String = redis::cmd("BF.RESERVE")
-            .arg("big")
-            .arg(0.01)
-            .arg(2_000_000)
+        let r: String = common::cmd("BF.RESERVE big 0.01 2000000")
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{policy}: BF.RESERVE of 2.6 MB refused: {e}"));
         assert_eq!(r, "OK");
-        let r: Vec<i64> = redis::cmd("BF.INSERT")
-            .arg("ins")
-            .arg("CAPACITY")
-            .arg(100_000)
-            .arg("ITEMS")
-            .arg("a")
-            .arg("b")
+        let r: Vec<i64> = common::cmd("BF.INSERT ins CAPACITY 100000 ITEMS a b")
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{policy}: BF.INSERT refused: {e}"));
         assert_eq!(r, vec![1, 1]);
@@ -141,14 +113,12 @@ fn eviction_policies_treat_new_filters_as_writes() {
         assert_eq!(layers, vec![2], "{policy}");
         // What can never fit is still refused: an array larger than maxmemory itself.
         let e = error_text(
-            redis::cmd("BF.RESERVE")
-                .arg("huge")
-                .arg(0.01)
+            common::cmd("BF.RESERVE huge 0.01")
                 .arg(max) // about 1.2 bytes an item: larger than maxmemory
                 .query(&mut con),
         );
         assert!(e.contains(NO_MEMORY), "{policy}: {e}");
-        let evicted = info_field(&mut con, "stats", "evicted_keys");
+        let evicted = info_num(&mut con, "stats", "evicted_keys");
         assert!(evicted > 0, "{policy}: nothing evicted");
         assert!(
             used_memory(&mut con) < max + (4 << 20),
@@ -162,17 +132,11 @@ fn noeviction_refuses_what_would_cross_maxmemory() {
     let s = Server::start();
     let mut con = s.conn();
     // A full filter of 10 items about to grow into a 431 KB layer.
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg("grow")
-        .arg(0.001)
-        .arg(10)
-        .arg("EXPANSION")
-        .arg(20_000)
+    let _: String = common::cmd("BF.RESERVE grow 0.001 10 EXPANSION 20000")
         .query(&mut con)
         .unwrap();
     let items: Vec<String> = (0..10).map(|i| format!("g{i}")).collect();
-    let r: Vec<i64> = redis::cmd("BF.MADD")
-        .arg("grow")
+    let r: Vec<i64> = common::cmd("BF.MADD grow")
         .arg(&items)
         .query(&mut con)
         .unwrap();
@@ -182,34 +146,15 @@ fn noeviction_refuses_what_would_cross_maxmemory() {
     config_set(&mut con, "maxmemory", &max.to_string());
 
     // Small new filters still fit.
-    let r: i64 = redis::cmd("BF.ADD")
-        .arg("small")
-        .arg("a")
-        .query(&mut con)
-        .unwrap();
+    let r: i64 = common::cmd("BF.ADD small a").query(&mut con).unwrap();
     assert_eq!(r, 1);
     // A 2.6 MB filter would cross the limit.
-    let e = error_text(
-        redis::cmd("BF.RESERVE")
-            .arg("big")
-            .arg(0.01)
-            .arg(2_000_000)
-            .query(&mut con),
-    );
+    let e = error_text(common::cmd("BF.RESERVE big 0.01 2000000").query(&mut con));
     assert!(e.contains(NO_MEMORY), "{e}");
     // The growth too: the item is refused, the filter unchanged.
-    let e = error_text(
-        redis::cmd("BF.ADD")
-            .arg("grow")
-            .arg("one more")
-            .query(&mut con),
-    );
+    let e = error_text(common::cmd("BF.ADD grow").arg("one more").query(&mut con));
     assert!(e.contains("problem inserting into filter"), "{e}");
-    let r: Vec<Value> = redis::cmd("BF.INFO")
-        .arg("grow")
-        .arg("FILTERS")
-        .query(&mut con)
-        .unwrap();
+    let r: Vec<Value> = common::cmd("BF.INFO grow FILTERS").query(&mut con).unwrap();
     assert_eq!(r, vec![Value::Int(1)]);
     // Near the limit small arrays are checked exactly: 55 KB fits in the ~150 KB left once,
     // not three times.
@@ -231,7 +176,7 @@ fn noeviction_refuses_what_would_cross_maxmemory() {
     );
     assert!(used_memory(&mut con) <= max, "crossed maxmemory");
     // Refusals are not evictions: nothing was evicted.
-    assert_eq!(info_field(&mut con, "stats", "evicted_keys"), 0);
+    assert_eq!(info_num(&mut con, "stats", "evicted_keys"), 0);
 }
 
 /// The SCANDUMP of a filter of `capacity` at 0.01: header, then chunks.
@@ -255,8 +200,7 @@ fn loadchunk_header_refused_for_memory_says_so() {
     let dump = dump_of(&mut con, "src", 100_000);
     config_set(&mut con, "bf.max-filter-bytes", "10000");
     let e = error_text(
-        redis::cmd("BF.LOADCHUNK")
-            .arg("dst")
+        common::cmd("BF.LOADCHUNK dst")
             .arg(dump[0].0)
             .arg(&dump[0].1)
             .query(&mut con),
@@ -264,26 +208,19 @@ fn loadchunk_header_refused_for_memory_says_so() {
     assert!(e.contains(NO_MEMORY), "{e}");
     for (iter, data) in &dump[1..] {
         let e = error_text(
-            redis::cmd("BF.LOADCHUNK")
-                .arg("dst")
+            common::cmd("BF.LOADCHUNK dst")
                 .arg(iter)
                 .arg(data)
                 .query(&mut con),
         );
         assert!(e.contains("not found"), "{e}");
     }
-    let exists: i64 = redis::cmd("EXISTS").arg("dst").query(&mut con).unwrap();
+    let exists: i64 = common::cmd("EXISTS dst").query(&mut con).unwrap();
     assert_eq!(exists, 0);
     // A corrupt header still says bad data.
     let mut bad = dump[0].1.clone();
     bad.pop();
-    let e = error_text(
-        redis::cmd("BF.LOADCHUNK")
-            .arg("dst")
-            .arg(1)
-            .arg(&bad)
-            .query(&mut con),
-    );
+    let e = error_text(common::cmd("BF.LOADCHUNK dst 1").arg(&bad).query(&mut con));
     assert!(e.contains("received bad data"), "{e}");
 }
 
@@ -297,35 +234,20 @@ fn loadchunk_of_a_large_dump_on_a_full_cache_succeeds() {
     let max = used_memory(&mut con) - (1 << 20);
     config_set(&mut con, "maxmemory", &max.to_string());
     for (iter, data) in &dump {
-        let r: String = redis::cmd("BF.LOADCHUNK")
-            .arg("dst")
+        let r: String = common::cmd("BF.LOADCHUNK dst")
             .arg(iter)
             .arg(data)
             .query(&mut con)
             .unwrap_or_else(|e| panic!("LOADCHUNK {iter}: {e}"));
         assert_eq!(r, "OK");
     }
-    let r: i64 = redis::cmd("BF.EXISTS")
-        .arg("dst")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let r: i64 = common::cmd("BF.EXISTS dst x").query(&mut con).unwrap();
     assert_eq!(r, 1);
 }
 
 /// Peak resident memory of the server since the last reset, in bytes (`VmHWM`).
 fn peak_rss(pid: u64) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kib * 1024
+    proc_vm_bytes(pid, "VmHWM")
 }
 
 fn reset_peak_rss(pid: u64) {
@@ -333,36 +255,24 @@ fn reset_peak_rss(pid: u64) {
 }
 
 fn current_rss(pid: u64) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kib * 1024
+    proc_vm_bytes(pid, "VmRSS")
 }
 
 #[test]
 fn implicit_creation_does_not_copy_a_big_item() {
     let s = Server::start();
     let mut con = s.conn();
-    let pid = info_field(&mut con, "server", "process_id");
+    let pid = info_num(&mut con, "server", "process_id");
     let item = vec![b'i'; 64 << 20];
     // Warm up the allocator and the query buffer path with the same size once.
-    let _: i64 = redis::cmd("BF.ADD")
-        .arg("warm")
+    let _: i64 = common::cmd("BF.ADD warm")
         .arg(&item)
         .query(&mut con)
         .unwrap();
-    let _: () = redis::cmd("MEMORY").arg("PURGE").query(&mut con).unwrap();
+    let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
     let before = current_rss(pid);
     reset_peak_rss(pid);
-    let r: i64 = redis::cmd("BF.ADD")
-        .arg("new")
+    let r: i64 = common::cmd("BF.ADD new")
         .arg(&item)
         .query(&mut con)
         .unwrap();
@@ -380,19 +290,15 @@ fn implicit_creation_does_not_copy_a_big_item() {
 fn a_million_item_madd_holds_no_per_item_copies() {
     let s = Server::start();
     let mut con = s.conn();
-    let pid = info_field(&mut con, "server", "process_id");
+    let pid = info_num(&mut con, "server", "process_id");
     let items: Vec<String> = (0..1_000_000).map(|i| format!("item:{i}")).collect();
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg("k")
-        .arg(0.01)
-        .arg(2_000_000)
+    let _: String = common::cmd("BF.RESERVE k 0.01 2000000")
         .query(&mut con)
         .unwrap();
-    let _: () = redis::cmd("MEMORY").arg("PURGE").query(&mut con).unwrap();
+    let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
     let before = current_rss(pid);
     reset_peak_rss(pid);
-    let r: Vec<i64> = redis::cmd("BF.MADD")
-        .arg("k")
+    let r: Vec<i64> = common::cmd("BF.MADD k")
         .arg(&items)
         .query(&mut con)
         .unwrap();
@@ -413,20 +319,14 @@ fn a_million_item_madd_holds_no_per_item_copies() {
 /// Bytes the server process has read through system calls so far (`rchar` of /proc/PID/io):
 /// sockets and files alike.
 fn bytes_read(pid: u64) -> u64 {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
-    io.lines()
-        .find_map(|l| l.strip_prefix("rchar:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    proc_number(pid, "io", "rchar")
 }
 
 #[test]
 fn creating_small_filters_reads_no_memory_statistics() {
     let s = Server::start();
     let mut con = s.conn();
-    let pid = info_field(&mut con, "server", "process_id");
+    let pid = info_num(&mut con, "server", "process_id");
     let mut p = redis::pipe();
     for i in 0..1000 {
         p.cmd("BF.ADD").arg(format!("user:{i}")).arg("item");

@@ -7,7 +7,7 @@ mod common;
 use common::{free_port, module_path, newer_source, server_binary, Server};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// RedisBloom's version encoding of this crate's version: major·10000 + minor·100 + patch.
 fn expected_version() -> i64 {
@@ -80,18 +80,8 @@ fn refused_after(first: &Path) -> String {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("redis-server kept running with two modules named bf");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::exit_status_within(&mut child, Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("redis-server kept running with two modules named bf"));
     assert!(!status.success());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(

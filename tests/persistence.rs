@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{cmd, crc64, rdb_len, Rng, Server};
+use common::{cmd, crc64, info_str, rdb_len, Rng, Server};
 use redis::Value;
 use redis_bf::bloom::chain::{AddError, AddOutcome, Chain};
 use redis_bf::bloom::dump::{chunk_at, encode_header};
@@ -58,15 +58,6 @@ fn renamed(prefix: &str, key: &[u8]) -> Bytes {
     let mut k = prefix.as_bytes().to_vec();
     k.extend_from_slice(key);
     k
-}
-
-fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
-    let info: String = cmd("INFO").arg(section).query(con).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{info}"))
-        .trim()
-        .to_string()
 }
 
 fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
@@ -961,8 +952,8 @@ fn wait_no_rewrite(con: &mut redis::Connection) {
         "the AOF rewrite to finish",
         Duration::from_secs(120),
         || {
-            info_field(con, "persistence", "aof_rewrite_in_progress") == "0"
-                && info_field(con, "persistence", "aof_rewrite_scheduled") == "0"
+            info_str(con, "persistence", "aof_rewrite_in_progress") == "0"
+                && info_str(con, "persistence", "aof_rewrite_scheduled") == "0"
         },
     );
 }
@@ -973,7 +964,7 @@ fn aof_rewrite_without_preamble_keeps_every_filter() {
     let mut con = server.conn();
     wait_no_rewrite(&mut con);
     let f = Fixture::create(&mut con, &base_ops());
-    let before: u64 = info_field(&mut con, "persistence", "aof_rewrites")
+    let before: u64 = info_str(&mut con, "persistence", "aof_rewrites")
         .parse()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -987,14 +978,14 @@ fn aof_rewrite_without_preamble_keeps_every_filter() {
         }
     }
     wait_until("aof_rewrites to increase", Duration::from_secs(120), || {
-        info_field(&mut con, "persistence", "aof_rewrites")
+        info_str(&mut con, "persistence", "aof_rewrites")
             .parse::<u64>()
             .unwrap()
             > before
     });
     wait_no_rewrite(&mut con);
     assert_eq!(
-        info_field(&mut con, "persistence", "aof_last_bgrewrite_status"),
+        info_str(&mut con, "persistence", "aof_last_bgrewrite_status"),
         "ok"
     );
 
@@ -1564,7 +1555,7 @@ fn late_ops() -> Vec<Op> {
 }
 
 fn repl_offset(con: &mut redis::Connection) -> u64 {
-    info_field(con, "replication", "master_repl_offset")
+    info_str(con, "replication", "master_repl_offset")
         .parse()
         .unwrap()
 }
@@ -1592,7 +1583,7 @@ fn replica_matches_primary_whatever_its_defaults() {
         .query(&mut rcon)
         .unwrap();
     wait_until("master_link_status:up", Duration::from_secs(60), || {
-        info_field(&mut rcon, "replication", "master_link_status") == "up"
+        info_str(&mut rcon, "replication", "master_link_status") == "up"
     });
     wait_synced(&mut pcon, &mut rcon);
 

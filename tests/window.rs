@@ -48,8 +48,7 @@ fn mexists(con: &mut Connection, key: &str, items: &[String]) -> Vec<i64> {
 }
 
 fn digest(con: &mut Connection, key: &str) -> String {
-    redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
+    common::cmd("DEBUG DIGEST-VALUE")
         .arg(key)
         .query::<Vec<String>>(con)
         .expect("DIGEST-VALUE")
@@ -68,14 +67,20 @@ fn reserve(con: &mut Connection, key: &str, error: f64, capacity: u64, window: u
     assert_eq!(r, "OK");
 }
 
+/// A server holding the window filter `key` (`BF.RESERVE key error capacity WINDOW window`).
+fn window_filter(key: &str, error: f64, capacity: u64, window: u64) -> (Server, Connection) {
+    let server = Server::start();
+    let mut con = server.conn();
+    reserve(&mut con, key, error, capacity, window);
+    (server, con)
+}
+
 /// 100 000 items in 20 batches over several generations of a 2 s window: no false negative
 /// while an item is inside its window, forgotten (false positives aside) by 1.25 × window.
 #[test]
 fn no_false_negatives_inside_the_window_and_forgotten_after() {
     const W: u64 = 2000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "w", 0.01, 100_000, W);
+    let (_server, mut con) = window_filter("w", 0.01, 100_000, W);
     let mut batches: Vec<(Vec<String>, u64, u64)> = Vec::new();
     let (mut present_checks, mut forgotten_checks) = (0, 0);
     for b in 0..20 {
@@ -111,7 +116,7 @@ fn no_false_negatives_inside_the_window_and_forgotten_after() {
     );
     // After 1.25 × window from the last add, everything is gone, for reads and for BF.CARD.
     sleep_until(batches.last().unwrap().2 + W * 5 / 4 + 50);
-    let card: i64 = redis::cmd("BF.CARD").arg("w").query(&mut con).unwrap();
+    let card: i64 = common::cmd("BF.CARD w").query(&mut con).unwrap();
     assert_eq!(card, 0);
     for (items, _, _) in &batches {
         let present = mexists(&mut con, "w", items)
@@ -121,15 +126,11 @@ fn no_false_negatives_inside_the_window_and_forgotten_after() {
         assert_eq!(present, 0);
     }
     // The memory of dropped generations is freed by the next write; reads changed nothing.
-    let before: i64 = redis::cmd("BF.INFO")
-        .arg("w")
-        .arg("SIZE")
+    let before: i64 = common::cmd("BF.INFO w SIZE")
         .query::<Vec<i64>>(&mut con)
         .unwrap()[0];
     assert_eq!(madd(&mut con, "w", &items("b0", 0..1)), vec![1]);
-    let after: i64 = redis::cmd("BF.INFO")
-        .arg("w")
-        .arg("SIZE")
+    let after: i64 = common::cmd("BF.INFO w SIZE")
         .query::<Vec<i64>>(&mut con)
         .unwrap()[0];
     assert!(after < before, "{after} >= {before}");
@@ -140,9 +141,7 @@ fn no_false_negatives_inside_the_window_and_forgotten_after() {
 #[test]
 fn false_positive_rate_within_requested() {
     const W: u64 = 2000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "fp", 0.01, 20_000, W);
+    let (_server, mut con) = window_filter("fp", 0.01, 20_000, W);
     // 5 000 items per quarter window = 20 000 per window, for two windows.
     for g in 0..8 {
         madd(&mut con, "fp", &items(&format!("g{g}"), 0..5000));
@@ -159,11 +158,7 @@ fn false_positive_rate_within_requested() {
         rate > 0.0005,
         "rate {rate}: the filter holds almost nothing"
     );
-    let filters: Vec<i64> = redis::cmd("BF.INFO")
-        .arg("fp")
-        .arg("FILTERS")
-        .query(&mut con)
-        .unwrap();
+    let filters: Vec<i64> = common::cmd("BF.INFO fp FILTERS").query(&mut con).unwrap();
     assert!(filters[0] <= 5, "{filters:?} layers");
 }
 
@@ -172,40 +167,22 @@ fn false_positive_rate_within_requested() {
 #[test]
 fn re_add_refreshes_the_age() {
     const W: u64 = 4000;
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "r", 0.0001, 1000, W);
+    let (_server, mut con) = window_filter("r", 0.0001, 1000, W);
     let others = items("other", 0..20);
     let t0 = now();
-    let first: i64 = redis::cmd("BF.ADD")
-        .arg("r")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let first: i64 = common::cmd("BF.ADD r x").query(&mut con).unwrap();
     assert_eq!(first, 1);
     madd(&mut con, "r", &others);
-    let again: i64 = redis::cmd("BF.ADD")
-        .arg("r")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let again: i64 = common::cmd("BF.ADD r x").query(&mut con).unwrap();
     assert_eq!(again, 0);
     std::thread::sleep(Duration::from_millis(2500));
     let t1 = now();
-    let refresh: i64 = redis::cmd("BF.ADD")
-        .arg("r")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let refresh: i64 = common::cmd("BF.ADD r x").query(&mut con).unwrap();
     assert_eq!(refresh, 0, "x was added 2.5 s ago: still present");
     // Past 1.25 × W after the first adds, inside W after the refresh.
     sleep_until(now().max(t0 + W * 5 / 4 + 100));
     let c0 = now();
-    let x: i64 = redis::cmd("BF.EXISTS")
-        .arg("r")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let x: i64 = common::cmd("BF.EXISTS r x").query(&mut con).unwrap();
     let rest = mexists(&mut con, "r", &others);
     let c1 = now();
     assert!(
@@ -218,11 +195,7 @@ fn re_add_refreshes_the_age() {
         assert_eq!(rest.iter().sum::<i64>(), 0, "items added once must be gone");
     }
     sleep_until(t1 + W * 5 / 4 + 100);
-    let back: i64 = redis::cmd("BF.ADD")
-        .arg("r")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let back: i64 = common::cmd("BF.ADD r x").query(&mut con).unwrap();
     assert_eq!(back, 1, "forgotten, so new again");
 }
 
@@ -232,12 +205,11 @@ fn info_and_errors() {
     let server = Server::start();
     let mut con = server.conn();
     reserve(&mut con, "i", 0.01, 1000, 86_400_000);
-    let _: Value = redis::cmd("BF.MADD")
-        .arg("i")
+    let _: Value = common::cmd("BF.MADD i")
         .arg(&["a", "b", "a"])
         .query(&mut con)
         .unwrap();
-    let info: Vec<Value> = redis::cmd("BF.INFO").arg("i").query(&mut con).unwrap();
+    let info: Vec<Value> = common::cmd("BF.INFO i").query(&mut con).unwrap();
     let names: Vec<String> = info
         .iter()
         .step_by(2)
@@ -263,13 +235,9 @@ fn info_and_errors() {
     assert_eq!(values[2], 1);
     assert_eq!(values[3], 2);
     assert_eq!(values[4], 2);
-    let w: Vec<i64> = redis::cmd("BF.INFO")
-        .arg("i")
-        .arg("window")
-        .query(&mut con)
-        .unwrap();
+    let w: Vec<i64> = common::cmd("BF.INFO i window").query(&mut con).unwrap();
     assert_eq!(w, vec![86_400_000]);
-    let ty: String = redis::cmd("TYPE").arg("i").query(&mut con).unwrap();
+    let ty: String = common::cmd("TYPE i").query(&mut con).unwrap();
     assert_eq!(ty, "bf-window");
     let err = |con: &mut Connection, args: &[&str]| -> String {
         let mut c = redis::cmd(args[0]);
@@ -335,16 +303,10 @@ fn info_and_errors() {
         let e = err(&mut con, args);
         assert!(text.split(' ').all(|w| e.contains(w)), "{args:?}: {e}");
     }
-    let exists: i64 = redis::cmd("EXISTS").arg("n").query(&mut con).unwrap();
+    let exists: i64 = common::cmd("EXISTS n").query(&mut con).unwrap();
     assert_eq!(exists, 0, "failed commands create nothing");
     // Non-scaling: a quarter-window generation holds ⌈capacity / 4⌉ items.
-    let ok: String = redis::cmd("BF.RESERVE")
-        .arg("ns")
-        .arg(0.01)
-        .arg(8)
-        .arg("WINDOW")
-        .arg(86_400_000)
-        .arg("NONSCALING")
+    let ok: String = common::cmd("BF.RESERVE ns 0.01 8 WINDOW 86400000 NONSCALING")
         .query(&mut con)
         .unwrap();
     assert_eq!(ok, "OK");
@@ -359,25 +321,17 @@ fn info_and_errors() {
         "stops after the full error"
     );
     // BF.INSERT with WINDOW creates; a plain BF.INSERT on a window key adds to it.
-    let r: Vec<i64> = redis::cmd("BF.INSERT")
-        .arg("ins")
-        .arg("ERROR")
-        .arg(0.001)
-        .arg("WINDOW")
-        .arg(60_000)
-        .arg("ITEMS")
+    let r: Vec<i64> = common::cmd("BF.INSERT ins ERROR 0.001 WINDOW 60000 ITEMS")
         .arg(&["p", "q"])
         .query(&mut con)
         .unwrap();
     assert_eq!(r, vec![1, 1]);
-    let r: Vec<i64> = redis::cmd("BF.INSERT")
-        .arg("ins")
-        .arg("ITEMS")
+    let r: Vec<i64> = common::cmd("BF.INSERT ins ITEMS")
         .arg(&["q", "s"])
         .query(&mut con)
         .unwrap();
     assert_eq!(r, vec![0, 1]);
-    let card: i64 = redis::cmd("BF.CARD").arg("ins").query(&mut con).unwrap();
+    let card: i64 = common::cmd("BF.CARD ins").query(&mut con).unwrap();
     assert_eq!(card, 3);
 }
 
@@ -405,20 +359,17 @@ fn persistence_is_byte_identical() {
         assert_eq!(scandump(con, b"p"), dump, "{what}");
         assert_eq!(digest(con, "p"), d, "{what}");
     };
-    let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    let _: String = common::cmd("DEBUG RELOAD").query(&mut con).unwrap();
     check(&mut con, "DEBUG RELOAD");
     let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     for _ in 0..200 {
-        let info: String = redis::cmd("INFO")
-            .arg("persistence")
-            .query(&mut con)
-            .unwrap();
+        let info: String = common::cmd("INFO persistence").query(&mut con).unwrap();
         if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+    let _: String = common::cmd("DEBUG LOADAOF").query(&mut con).unwrap();
     check(&mut con, "AOF rewrite + reload");
     server.restart(&[]);
     let mut con = server.conn();
@@ -428,25 +379,18 @@ fn persistence_is_byte_identical() {
     let mut con = server.conn();
     check(&mut con, "restart from RDB");
     // DUMP / RESTORE and COPY.
-    let payload: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
-    let _: String = redis::cmd("RESTORE")
-        .arg("p2")
-        .arg(0)
+    let payload: Vec<u8> = common::cmd("DUMP p").query(&mut con).unwrap();
+    let _: String = common::cmd("RESTORE p2 0")
         .arg(&payload)
         .query(&mut con)
         .unwrap();
-    let _: i64 = redis::cmd("COPY")
-        .arg("p")
-        .arg("p3")
-        .query(&mut con)
-        .unwrap();
+    let _: i64 = common::cmd("COPY p p3").query(&mut con).unwrap();
     for k in ["p2", "p3"] {
         assert_eq!(scandump(&mut con, k.as_bytes()), dump, "{k}");
     }
     // SCANDUMP → LOADCHUNK.
     for (iter, data) in &dump {
-        let _: String = redis::cmd("BF.LOADCHUNK")
-            .arg("p4")
+        let _: String = common::cmd("BF.LOADCHUNK p4")
             .arg(*iter)
             .arg(data)
             .query(&mut con)
@@ -478,11 +422,7 @@ fn replica_is_byte_identical() {
     let mut rc = replica.conn();
     for g in 0..10 {
         madd(&mut pc, "r", &items(&format!("g{g}"), 0..200));
-        let _: i64 = redis::cmd("BF.ADD")
-            .arg("r")
-            .arg("before:1")
-            .query(&mut pc)
-            .unwrap();
+        let _: i64 = common::cmd("BF.ADD r before:1").query(&mut pc).unwrap();
         // From a script too (effects replication of the rewritten command).
         let _: i64 = redis::cmd("EVAL")
             .arg("return redis.call('BF.ADD', KEYS[1], ARGV[1])")
@@ -503,7 +443,7 @@ fn replica_is_byte_identical() {
     }
     let mut synced = false;
     for _ in 0..200 {
-        let n: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut pc).unwrap();
+        let n: i64 = common::cmd("WAIT 1 100").query(&mut pc).unwrap();
         if n == 1 {
             synced = true;
             break;
@@ -521,9 +461,7 @@ fn replica_is_byte_identical() {
 /// Hostile window headers and RDB payloads are refused with an error and create nothing.
 #[test]
 fn hostile_window_dumps_are_refused() {
-    let server = Server::start();
-    let mut con = server.conn();
-    reserve(&mut con, "h", 0.01, 100, 60_000);
+    let (_server, mut con) = window_filter("h", 0.01, 100, 60_000);
     madd(&mut con, "h", &items("h", 0..50));
     let dump = scandump(&mut con, b"h");
     let header = dump[0].1.clone();
@@ -545,32 +483,23 @@ fn hostile_window_dumps_are_refused() {
     huge[64 + 12 + 28..64 + 12 + 36].copy_from_slice(&(1u64 << 63).to_le_bytes());
     bad_headers.push(huge);
     for b in &bad_headers {
-        let r: redis::RedisResult<String> = redis::cmd("BF.LOADCHUNK")
-            .arg("bad")
-            .arg(1)
-            .arg(b)
-            .query(&mut con);
+        let r: redis::RedisResult<String> =
+            common::cmd("BF.LOADCHUNK bad 1").arg(b).query(&mut con);
         let e = r.expect_err("hostile header accepted").to_string();
         assert!(e.contains("received bad data"), "{e}");
     }
-    let exists: i64 = redis::cmd("EXISTS").arg("bad").query(&mut con).unwrap();
+    let exists: i64 = common::cmd("EXISTS bad").query(&mut con).unwrap();
     assert_eq!(exists, 0);
     // Chunks out of range.
-    let _: String = redis::cmd("BF.LOADCHUNK")
-        .arg("ok")
-        .arg(1)
+    let _: String = common::cmd("BF.LOADCHUNK ok 1")
         .arg(&header)
         .query(&mut con)
         .unwrap();
-    let r: redis::RedisResult<String> = redis::cmd("BF.LOADCHUNK")
-        .arg("ok")
-        .arg(1_000_000)
-        .arg("abc")
-        .query(&mut con);
+    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok 1000000 abc").query(&mut con);
     assert!(r.unwrap_err().to_string().contains("invalid offset"));
     // Corrupted DUMP payloads with a valid checksum: every byte of the first 200 and every
     // 7th after changed in turn; each is refused or restores a filter that then works.
-    let payload: Vec<u8> = redis::cmd("DUMP").arg("h").query(&mut con).unwrap();
+    let payload: Vec<u8> = common::cmd("DUMP h").query(&mut con).unwrap();
     let body_len = payload.len() - 10;
     let (mut refused, mut accepted) = (0, 0);
     let positions = (0..body_len.min(200)).chain((200..body_len).step_by(7));
@@ -580,9 +509,7 @@ fn hostile_window_dumps_are_refused() {
         body.extend_from_slice(&payload[body_len..body_len + 2]);
         let crc = common::crc64(&body);
         body.extend_from_slice(&crc.to_le_bytes());
-        let r: redis::RedisResult<String> = redis::cmd("RESTORE")
-            .arg("x")
-            .arg(0)
+        let r: redis::RedisResult<String> = common::cmd("RESTORE x 0")
             .arg(&body)
             .arg("REPLACE")
             .query(&mut con);
@@ -593,13 +520,11 @@ fn hostile_window_dumps_are_refused() {
             }
             Ok(_) => {
                 accepted += 1;
-                let _: Value = redis::cmd("BF.MADD")
-                    .arg("x")
+                let _: Value = common::cmd("BF.MADD x")
                     .arg(&["a", "b"])
                     .query(&mut con)
                     .unwrap();
-                let _: Vec<i64> = redis::cmd("BF.MEXISTS")
-                    .arg("x")
+                let _: Vec<i64> = common::cmd("BF.MEXISTS x")
                     .arg(&["a", "z"])
                     .query(&mut con)
                     .unwrap();
@@ -622,7 +547,7 @@ fn info_bf_counts_window_filters() {
     let server = Server::start();
     let mut con = server.conn();
     let field = |con: &mut Connection, name: &str| -> i64 {
-        let info: String = redis::cmd("INFO").arg("bf").query(con).unwrap();
+        let info: String = common::cmd("INFO bf").query(con).unwrap();
         info.lines()
             .find_map(|l| l.strip_prefix(&format!("bf_{name}:")))
             .unwrap_or_else(|| panic!("no bf_{name} in {info}"))
@@ -637,11 +562,7 @@ fn info_bf_counts_window_filters() {
     assert_eq!(field(&mut con, "items"), 3);
     // 250 items at 0.01 / 6: 3 328 bits.
     assert_eq!(field(&mut con, "bytes"), 416);
-    let _: i64 = redis::cmd("COPY")
-        .arg("w")
-        .arg("w2")
-        .query(&mut con)
-        .unwrap();
+    let _: i64 = common::cmd("COPY w w2").query(&mut con).unwrap();
     assert_eq!(field(&mut con, "filters"), 2);
     let _: i64 = redis::cmd("DEL").arg(&["w", "w2"]).query(&mut con).unwrap();
     for name in ["filters", "layers", "items", "bytes"] {

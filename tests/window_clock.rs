@@ -37,26 +37,13 @@ fn skewed_replicas_and_aof_replay_stay_identical() {
     let ahead = start_skewed(300_000, &[("replicaof 127.0.0.1", pport.as_str())]);
     let behind = start_skewed(-300_000, &[("replicaof 127.0.0.1", pport.as_str())]);
     wait_replicas(&mut pc, 2);
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg("w")
-        .arg(0.01)
-        .arg(400)
-        .arg("WINDOW")
-        .arg(1000)
+    let _: String = common::cmd("BF.RESERVE w 0.01 400 WINDOW 1000")
         .query(&mut pc)
         .unwrap();
     for g in 0..8 {
         let items: Vec<String> = (0..150).map(|i| format!("{g}:{i}")).collect();
-        let _: Vec<i64> = redis::cmd("BF.MADD")
-            .arg("w")
-            .arg(&items)
-            .query(&mut pc)
-            .unwrap();
-        let _: Vec<i64> = redis::cmd("BF.INSERT")
-            .arg("implicit")
-            .arg("WINDOW")
-            .arg(600)
-            .arg("ITEMS")
+        let _: Vec<i64> = common::cmd("BF.MADD w").arg(&items).query(&mut pc).unwrap();
+        let _: Vec<i64> = common::cmd("BF.INSERT implicit WINDOW 600 ITEMS")
             .arg(&items[..20])
             .query(&mut pc)
             .unwrap();
@@ -81,18 +68,10 @@ fn skewed_replicas_and_aof_replay_stay_identical() {
     // The replica five minutes ahead sees nothing as live (reads use its own clock), yet holds
     // the same bytes; the one behind sees the latest items.
     let mut ac = ahead.conn();
-    let a: i64 = redis::cmd("BF.EXISTS")
-        .arg("w")
-        .arg("7:1")
-        .query(&mut ac)
-        .unwrap();
+    let a: i64 = common::cmd("BF.EXISTS w 7:1").query(&mut ac).unwrap();
     assert_eq!(a, 0);
     let mut bc = behind.conn();
-    let b: i64 = redis::cmd("BF.EXISTS")
-        .arg("w")
-        .arg("7:1")
-        .query(&mut bc)
-        .unwrap();
+    let b: i64 = common::cmd("BF.EXISTS w 7:1").query(&mut bc).unwrap();
     assert_eq!(b, 1);
     // AOF replay by a server whose clock is ten minutes behind.
     std::env::set_var("REDIS_BF_CLOCK_OFFSET_MS", "-600000");

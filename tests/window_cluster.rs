@@ -9,51 +9,13 @@
 mod common;
 mod robust;
 
-use common::{free_port, Server};
-use redis::cluster::{ClusterClient, ClusterConnection};
-use robust::wait_until;
-use std::process::Command;
+use common::scandump;
+use redis::cluster::ClusterConnection;
+use robust::{cluster_client, cluster_ok, create_cluster, reshard, wait_until};
 use std::time::Duration;
 
 const SHARDS: u64 = 8;
 const ITEMS: usize = 20_000;
-
-fn start_node() -> Server {
-    let bus = free_port().to_string();
-    Server::start_with(
-        &[],
-        &[
-            ("cluster-enabled", "yes"),
-            ("cluster-config-file", "nodes.conf"),
-            ("cluster-node-timeout", "5000"),
-            ("cluster-port", bus.as_str()),
-        ],
-    )
-}
-
-fn redis_cli(args: &[String]) -> String {
-    let out = Command::new("redis-cli")
-        .args(args)
-        .output()
-        .expect("redis-cli (redis-tools) must be installed");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
-    text
-}
-
-fn cluster_ok(port: u16) -> bool {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
-        .map(|mut c| {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
-            info.contains("cluster_state:ok") && info.contains("cluster_slots_assigned:16384")
-        })
-        .unwrap_or(false)
-}
 
 /// The client-side router: FNV-1a of the item, modulo the shard count.
 fn shard_of(item: &str) -> u64 {
@@ -66,23 +28,6 @@ fn shard_of(item: &str) -> u64 {
 
 fn shard_key(s: u64) -> String {
     format!("win:{s}")
-}
-
-fn dump(con: &mut ClusterConnection, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut iter = 0i64;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iter)
-            .query(con)
-            .unwrap();
-        if next == 0 {
-            return out;
-        }
-        out.push((next, data));
-        iter = next;
-    }
 }
 
 fn all_present(con: &mut ClusterConnection, items: &[String]) -> usize {
@@ -101,17 +46,7 @@ fn all_present(con: &mut ClusterConnection, items: &[String]) -> usize {
 
 #[test]
 fn spread_window_filter_survives_a_reshard() {
-    let nodes: Vec<Server> = (0..3).map(|_| start_node()).collect();
-    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    redis_cli(&args);
-    for &p in &ports {
-        wait_until("cluster_state:ok", Duration::from_secs(60), || {
-            cluster_ok(p)
-        });
-    }
+    let (nodes, ports) = create_cluster(3);
     let ids: Vec<String> = nodes
         .iter()
         .map(|n| {
@@ -121,11 +56,7 @@ fn spread_window_filter_survives_a_reshard() {
                 .unwrap()
         })
         .collect();
-    let urls: Vec<String> = ports
-        .iter()
-        .map(|p| format!("redis://127.0.0.1:{p}/"))
-        .collect();
-    let client = ClusterClient::new(urls).unwrap();
+    let client = cluster_client(&ports);
     let mut con = client.get_connection().unwrap();
     // One hour window, 20 000 items per window spread over 8 shards.
     for s in 0..SHARDS {
@@ -156,7 +87,9 @@ fn spread_window_filter_survives_a_reshard() {
         "shards on several nodes: {per_node:?}"
     );
     assert_eq!(all_present(&mut con, &items), ITEMS);
-    let before: Vec<_> = (0..SHARDS).map(|s| dump(&mut con, &shard_key(s))).collect();
+    let before: Vec<_> = (0..SHARDS)
+        .map(|s| scandump(&mut con, shard_key(s).as_bytes()))
+        .collect();
     // Move every slot of the node holding the most shards to another node.
     let from = (0..3).max_by_key(|&i| per_node[i]).unwrap();
     let to = (from + 1) % 3;
@@ -181,18 +114,7 @@ fn spread_window_filter_survives_a_reshard() {
             })
             .sum()
     };
-    redis_cli(&[
-        "--cluster".into(),
-        "reshard".into(),
-        format!("127.0.0.1:{}", ports[from]),
-        "--cluster-from".into(),
-        ids[from].clone(),
-        "--cluster-to".into(),
-        ids[to].clone(),
-        "--cluster-slots".into(),
-        owned.to_string(),
-        "--cluster-yes".into(),
-    ]);
+    reshard(&ports, &ids, from, to, owned);
     for &p in &ports {
         wait_until("cluster_state:ok", Duration::from_secs(60), || {
             cluster_ok(p)
@@ -208,7 +130,7 @@ fn spread_window_filter_survives_a_reshard() {
     );
     for s in 0..SHARDS {
         assert_eq!(
-            dump(&mut con, &shard_key(s)),
+            scandump(&mut con, shard_key(s).as_bytes()),
             before[s as usize],
             "shard {s}"
         );

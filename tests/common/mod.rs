@@ -811,3 +811,122 @@ pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
     }
     d
 }
+
+/// One field of `INFO <section>`, trimmed; panics when the server does not report it.
+pub fn info_str(con: &mut impl redis::ConnectionLike, section: &str, name: &str) -> String {
+    let info: String = cmd("INFO").arg(section).query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+        .trim()
+        .to_string()
+}
+
+/// [`info_str`] parsed as an integer (panics when absent or not a number).
+pub fn info_num(con: &mut impl redis::ConnectionLike, section: &str, name: &str) -> u64 {
+    info_str(con, section, name).parse().unwrap()
+}
+
+/// `CONFIG SET name value`, which must succeed.
+pub fn config_set(con: &mut impl redis::ConnectionLike, name: &str, value: &str) {
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(con)
+        .unwrap();
+}
+
+/// The number after `name:` in `/proc/<pid>/<file>` (`status`, `io`, …), a trailing `kB`
+/// dropped: kibibytes for the `Vm*` lines of `status`, bytes for `io`.
+pub fn proc_number(pid: impl std::fmt::Display, file: &str, name: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/{file}"))
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A `Vm*` line of `/proc/<pid>/status` (`VmRSS`, `VmHWM`, `VmSize`, …), in bytes.
+pub fn proc_vm_bytes(pid: impl std::fmt::Display, name: &str) -> u64 {
+    proc_number(pid, "status", name) * 1024
+}
+
+/// Waits up to `timeout` for the server process to exit; true if it did.
+pub fn exits_within(server: &mut Server, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if !server.is_alive() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A server with the module and cluster mode on (its bus on another free port).
+pub fn start_cluster_node() -> Server {
+    let bus = free_port().to_string();
+    Server::start_with(
+        &[],
+        &[
+            ("cluster-enabled", "yes"),
+            ("cluster-config-file", "nodes.conf"),
+            ("cluster-node-timeout", "5000"),
+            ("cluster-port", bus.as_str()),
+        ],
+    )
+}
+
+/// Runs `redis-cli args…`, checks that it succeeded, and returns its stdout and stderr.
+pub fn check_redis_cli(args: &[String]) -> String {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli (redis-tools) must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+/// Makes `replica` a replica of `primary` and waits (30 s at most) until the link is up.
+pub fn attach_replica(replica: &Server, primary: &Server) {
+    let mut r = replica.conn();
+    let _: () = cmd("REPLICAOF 127.0.0.1")
+        .arg(primary.port)
+        .query(&mut r)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_str(&mut r, "replication", "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "replica never synced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit and returns its status; on timeout kills and
+/// reaps it and returns `None`.
+pub fn exit_status_within(
+    child: &mut Child,
+    timeout: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

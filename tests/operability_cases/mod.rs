@@ -628,21 +628,13 @@ fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
         .stderr(Stdio::from(out))
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+    let status = crate::common::exit_status_within(&mut child, Duration::from_secs(15))
+        .unwrap_or_else(|| {
             panic!(
                 "{bin} with module args {args:?} kept running; output:\n{}",
                 std::fs::read_to_string(&out_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+            )
+        });
     let output = std::fs::read_to_string(&out_path).unwrap_or_default();
     assert!(
         !status.success(),

@@ -219,3 +219,67 @@ pub fn kill_pid(pid: u32) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// True when the node on `port` answers and reports a healthy cluster with all 16384 slots
+/// assigned.
+pub fn cluster_ok(port: u16) -> bool {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+        .map(|mut c| {
+            let info: String = crate::common::cmd("CLUSTER INFO").query(&mut c).unwrap();
+            info.contains("cluster_state:ok") && info.contains("cluster_slots_assigned:16384")
+        })
+        .unwrap_or(false)
+}
+
+/// Starts `n` cluster-mode servers with the module, joins them into one cluster of primaries
+/// (`redis-cli --cluster create`, no replicas) and waits until every node reports
+/// `cluster_state:ok`. Returns the servers and their ports, in the same order.
+pub fn create_cluster(n: usize) -> (Vec<crate::common::Server>, Vec<u16>) {
+    let nodes: Vec<crate::common::Server> = (0..n)
+        .map(|_| crate::common::start_cluster_node())
+        .collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+    crate::common::check_redis_cli(&args);
+    for &p in &ports {
+        wait_until("cluster_state:ok", Duration::from_secs(60), || {
+            cluster_ok(p)
+        });
+    }
+    (nodes, ports)
+}
+
+/// Moves `slots` hash slots from node `from` to node `to` (indexes into `ports` and their
+/// node `ids`) with `redis-cli --cluster reshard`; returns redis-cli's output.
+pub fn reshard(
+    ports: &[u16],
+    ids: &[String],
+    from: usize,
+    to: usize,
+    slots: impl ToString,
+) -> String {
+    crate::common::check_redis_cli(&[
+        "--cluster".into(),
+        "reshard".into(),
+        format!("127.0.0.1:{}", ports[from]),
+        "--cluster-from".into(),
+        ids[from].clone(),
+        "--cluster-to".into(),
+        ids[to].clone(),
+        "--cluster-slots".into(),
+        slots.to_string(),
+        "--cluster-yes".into(),
+    ])
+}
+
+/// A cluster client that knows every node of `ports` (all on 127.0.0.1).
+pub fn cluster_client(ports: &[u16]) -> redis::cluster::ClusterClient {
+    let urls: Vec<String> = ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}/"))
+        .collect();
+    redis::cluster::ClusterClient::new(urls).unwrap()
+}
