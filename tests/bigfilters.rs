@@ -471,7 +471,7 @@ fn active_defrag_moves_small_filters_without_changing_them() {
 fn untouched_arrays_still_count_against_the_machine() {
     let s = Server::start();
     let mut con = s.conn();
-    let total = info_u64(&mut con, "memory", "total_system_memory");
+    let total = info_num(&mut con, "memory", "total_system_memory");
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let available_kib: u64 = meminfo
         .lines()
@@ -501,7 +501,7 @@ fn untouched_arrays_still_count_against_the_machine() {
             ),
         }
     }
-    assert!(info_u64(&mut con, "memory", "used_memory") > total * 6 / 10);
+    assert!(info_num(&mut con, "memory", "used_memory") > total * 6 / 10);
     assert!(rss(&mut con) < rss_before + 64 * MIB);
     let _: i64 = redis::cmd("DEL")
         .arg("m1")

@@ -418,8 +418,8 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
 }
 
 /// Replicates an implicit creation as an explicit
-/// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …` (`docs/commands.md`
-/// ("Replication and AOF")), so
+/// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …`
+/// (`docs/commands.md` ("Replication and AOF")), so
 /// replicas and AOF replays do not depend on their own defaults. `items` are the client's
 /// argument strings, shared rather than copied; the options are passed as C strings and
 /// integers, which Redis turns into strings itself.
