@@ -1,7 +1,8 @@
 //! The native data type `MBbloom--` (encoding version 4) and its callbacks: RDB save/load,
 //! AOF rewrite, memory usage, free, free effort, active defrag, copy and digest
-//! (`docs/format.md` ("RDB value", "AOF rewrite"); `docs/commands.md` ("Type and key
-//! commands")). Every callback catches panics: none may unwind into Redis.
+//! (`docs/format.md` ("RDB value", "AOF rewrite");
+//! `docs/commands.md` ("Type and key commands")). Every callback catches panics: none may
+//! unwind into Redis.
 //!
 //! Freeing is safe off the main thread (Redis' lazyfree thread calls `free` when
 //! `free_effort` is above its threshold): it touches only the value, the atomic `INFO bf`
