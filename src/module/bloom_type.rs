@@ -168,6 +168,30 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
     let _ = catch_unwind(AssertUnwindSafe(|| rdb::save(chain, &mut IoWriter(rdb))));
 }
 
+/// Emits `BF.LOADCHUNK key iter data` into an AOF rewrite (plain and window filters both
+/// rewrite as their SCANDUMP walk).
+pub(crate) fn emit_loadchunk(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    iter: i64,
+    data: &[u8],
+) {
+    // SAFETY: `aof` and `key` are the live arguments of an aof_rewrite callback; EmitAOF is
+    // variadic: format "slb" takes the key (RedisModuleString*), a long long and a (pointer,
+    // length) buffer, all valid for the call.
+    unsafe {
+        raw::RedisModule_EmitAOF.unwrap()(
+            aof,
+            c"BF.LOADCHUNK".as_ptr(),
+            c"slb".as_ptr(),
+            key,
+            iter as std::os::raw::c_longlong,
+            data.as_ptr().cast::<c_char>(),
+            data.len(),
+        );
+    }
+}
+
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
@@ -176,21 +200,7 @@ unsafe extern "C" fn aof_rewrite(
     // SAFETY: as in rdb_save.
     let chain = unsafe { &*value.cast::<Chain>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let emit = |iter: i64, data: &[u8]| {
-            // SAFETY: EmitAOF is variadic: format "slb" takes the key (RedisModuleString*), a
-            // long long and a (pointer, length) buffer, all valid for the call.
-            unsafe {
-                raw::RedisModule_EmitAOF.unwrap()(
-                    aof,
-                    c"BF.LOADCHUNK".as_ptr(),
-                    c"slb".as_ptr(),
-                    key,
-                    iter as std::os::raw::c_longlong,
-                    data.as_ptr().cast::<c_char>(),
-                    data.len(),
-                );
-            }
-        };
+        let emit = |iter: i64, data: &[u8]| emit_loadchunk(aof, key, iter, data);
         emit(1, &encode_header(chain));
         let mut iter = 1;
         loop {

@@ -753,19 +753,7 @@ unsafe extern "C" fn aof_rewrite(
     let w = unsafe { &*value.cast::<Window>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let emit = |iter: i64, data: &[u8]| {
-            // SAFETY: EmitAOF is variadic: format "slb" takes the key (RedisModuleString*), a
-            // long long and a (pointer, length) buffer, all valid for the call.
-            unsafe {
-                raw::RedisModule_EmitAOF.unwrap()(
-                    aof,
-                    c"BF.LOADCHUNK".as_ptr(),
-                    c"slb".as_ptr(),
-                    key,
-                    iter as std::os::raw::c_longlong,
-                    data.as_ptr().cast::<c_char>(),
-                    data.len(),
-                );
-            }
+            crate::module::bloom_type::emit_loadchunk(aof, key, iter, data)
         };
         emit(1, &window::encode_header(w));
         let mut iter = 1;
