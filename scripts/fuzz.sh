@@ -54,6 +54,7 @@ for t in "${TARGETS[@]}"; do
   [ "$t" = args ] && max_len=128
   [ "$t" = rdb_value ] && max_len=8192
   echo "fuzz: $t for ${SECS}s"
+  mkdir -p "corpus/$t" # a target without golden-vector seeds starts from an empty corpus
   t0=$(date +%s)
   if ! cargo fuzz run -O -s "$SANITIZER" "$t" "corpus/$t" -- \
       -max_total_time="$SECS" -max_len="$max_len" -rss_limit_mb=2048 -malloc_limit_mb=256 \
