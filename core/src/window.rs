@@ -208,7 +208,7 @@ impl Window {
         HashPair::hash64(item)
     }
 
-    /// True when `h` is in a generation live at `g` (see [`Window::live`]); does not change
+    /// True when `h` is in a generation live at `g` (see `Window::live`); does not change
     /// the filter, so reads never depend on who last wrote it.
     pub fn contains_at(&self, h: &HashPair, g: u64) -> bool {
         self.live(g).rev().any(|c| c.contains_hashed(h))
