@@ -168,9 +168,29 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
     let _ = catch_unwind(AssertUnwindSafe(|| rdb::save(chain, &mut IoWriter(rdb))));
 }
 
-/// Emits `BF.LOADCHUNK key iter data` into an AOF rewrite (plain and window filters both
-/// rewrite as their SCANDUMP walk).
-pub(crate) fn emit_loadchunk(
+/// Emits a filter's SCANDUMP walk into an AOF rewrite as `BF.LOADCHUNK key 1 header`, then
+/// one `BF.LOADCHUNK key next data` per chunk that `chunk_at(iter)` gives until it answers
+/// 0 (plain and window filters both rewrite this way).
+pub(crate) fn emit_scandump_walk<'a>(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    header: &[u8],
+    chunk_at: impl Fn(i64) -> (i64, &'a [u8]),
+) {
+    emit_loadchunk(aof, key, 1, header);
+    let mut iter = 1;
+    loop {
+        let (next, data) = chunk_at(iter);
+        if next == 0 {
+            break;
+        }
+        emit_loadchunk(aof, key, next, data);
+        iter = next;
+    }
+}
+
+/// Emits `BF.LOADCHUNK key iter data` into an AOF rewrite.
+fn emit_loadchunk(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     iter: i64,
@@ -200,17 +220,7 @@ unsafe extern "C" fn aof_rewrite(
     // SAFETY: as in rdb_save.
     let chain = unsafe { &*value.cast::<Chain>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let emit = |iter: i64, data: &[u8]| emit_loadchunk(aof, key, iter, data);
-        emit(1, &encode_header(chain));
-        let mut iter = 1;
-        loop {
-            let (next, data) = chunk_at(chain, iter);
-            if next == 0 {
-                break;
-            }
-            emit(next, data);
-            iter = next;
-        }
+        emit_scandump_walk(aof, key, &encode_header(chain), |i| chunk_at(chain, i))
     }));
 }
 

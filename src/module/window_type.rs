@@ -752,19 +752,9 @@ unsafe extern "C" fn aof_rewrite(
     // SAFETY: as in rdb_save.
     let w = unsafe { &*value.cast::<Window>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let emit = |iter: i64, data: &[u8]| {
-            crate::module::bloom_type::emit_loadchunk(aof, key, iter, data)
-        };
-        emit(1, &window::encode_header(w));
-        let mut iter = 1;
-        loop {
-            let (next, data) = window::chunk_at(w, iter);
-            if next == 0 {
-                break;
-            }
-            emit(next, data);
-            iter = next;
-        }
+        crate::module::bloom_type::emit_scandump_walk(aof, key, &window::encode_header(w), |i| {
+            window::chunk_at(w, i)
+        })
     }));
 }
 
