@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo run --release --example sizing                      # the README tables
 //! cargo run --release --example sizing -- 5000000 0.001 4   # one plan: capacity, error, expansion
+//! cargo run --release --example sizing -- 864000000 0.001 2 WINDOW 86400000   # a window filter
 //! ```
 
 use redis_bf::bloom::chain::{CHAIN_OVERHEAD, LAYER_OVERHEAD, TIGHTENING_RATIO};
@@ -181,6 +182,71 @@ pub fn report() -> String {
     s
 }
 
+/// The plan of `BF.RESERVE k error capacity WINDOW ms EXPANSION growth`: its generations'
+/// first layer, and its memory at `capacity` distinct items per window (five live generations
+/// of a quarter window each, every one holding a quarter of the capacity) beside a plain
+/// NONSCALING filter of the same capacity and rate (which never forgets) and the two-key
+/// pattern (a key per window with EXPIRE, both asked, each sized for the capacity at half the
+/// rate).
+pub fn window_plan(capacity: u64, error: f64, growth: u32, ms: u64) -> String {
+    use redis_bf::bloom::window::{Window, LIVE, SLICES, WINDOW_OVERHEAD};
+    let w = Window::new(ms, capacity, error, growth, false, 0).expect("a valid window filter");
+    let g = w.generation_params().expect("a generation's first layer");
+    let size = WINDOW_OVERHEAD + LIVE * (CHAIN_OVERHEAD + LAYER_OVERHEAD + g.bytes);
+    let plain = layers(capacity, error, None, 0);
+    let plain_size = info_size(&plain);
+    let two_keys = 2 * info_size(&layers(capacity, error / 2.0, None, 0));
+    let mut s = String::new();
+    let w = &mut s;
+    writeln!(
+        w,
+        "BF.RESERVE k {error} {capacity} WINDOW {ms} EXPANSION {growth}"
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "  {LIVE} live generations of {} ms: an item is kept {ms} to {} ms after its last add",
+        ms / SLICES,
+        ms + ms / SLICES
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "  each generation's first layer: capacity {}, rate {:.4e}, k {}, {} bytes",
+        thousands(g.entries),
+        g.error,
+        g.hashes,
+        thousands(g.bytes)
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "  at {} distinct items per window: BF.INFO Size {} ({})",
+        thousands(capacity),
+        thousands(size),
+        human(size)
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "  plain NONSCALING filter, same capacity and rate (never forgets): {} ({}), window/plain {:.2}x",
+        thousands(plain_size),
+        human(plain_size),
+        size as f64 / plain_size as f64
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "  two keys, one per window, both asked (each at rate {}): {} ({}), window/two keys {:.2}x",
+        error / 2.0,
+        thousands(two_keys),
+        human(two_keys),
+        size as f64 / two_keys as f64
+    )
+    .unwrap();
+    s
+}
+
 #[allow(dead_code)]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -195,6 +261,17 @@ fn main() {
     let growth: u32 = args
         .get(2)
         .map_or(2, |g| g.parse().expect("expansion: an integer ≥ 1"));
+    if let Some(ms) = args.get(3) {
+        assert!(
+            ms.eq_ignore_ascii_case("WINDOW") && args.len() == 5,
+            "after the expansion: WINDOW milliseconds"
+        );
+        let ms: u64 = args[4]
+            .parse()
+            .expect("window: milliseconds, an integer ≥ 1");
+        print!("{}", window_plan(capacity, error, growth, ms));
+        return;
+    }
     println!("BF.RESERVE k {error} {capacity} EXPANSION {growth}");
     for times in [1u64, 2, 4, 10] {
         let plan = layers(capacity, error, Some(growth), capacity * times);

@@ -12,11 +12,14 @@ one file per seed, named by the SHA-1 of its content (so reruns add nothing twic
   OUT_DIR/rdb_value/     the same filters as RDB value streams (encoding versions 4, 3, 2, 1)
                          in the target's typed-value format
   OUT_DIR/args/          every token of the golden commands and edge-case numbers
+  OUT_DIR/window_value/  real window filters (headers and RDB values), written by the core's
+                         example `window_seeds` (cargo run), which encodes them itself
 """
 import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,6 +127,14 @@ def main():
     for t in tokens:
         write(out, "args", t.encode())
     print(f"seeds from {count} golden vectors and {len(tokens)} tokens written under {out}")
+    subprocess.run(
+        [
+            "cargo", "run", "--quiet", "--release", "-p", "redis-bf-core", "--example",
+            "window_seeds", "--", os.path.join(os.path.abspath(out), "window_value"),
+        ],
+        cwd=ROOT,
+        check=True,
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,16 @@ items that were never added. Writes:
 * docs/fp-rates.png: measured rate vs items / initial capacity, one panel per requested rate,
   the requested rate drawn as a dashed line.
 
-Usage: scripts/fp_plot.sh [--probes N] [--out-dir DIR]   (the wrapper makes a venv with redis
-and matplotlib). Environment: BF_MODULE (module path, default target/release/libredis_bf.so),
+Window filters (filters that forget) are measured over time instead: for each error rate a
+`BF.RESERVE key error 20000 WINDOW 4000` filter receives a steady stream of distinct items, 1x
+and 2x its capacity per window (1000 or 2000 items every 200 ms) for 5 windows, and every
+200 ms BF.MEXISTS is asked about 30,000 fresh items. The items of the first tick are never added
+again, and are asked about at every tick too, to see when they are forgotten. Writes
+docs/fp-rates-window.csv (one row per tick) and the figure's lower row of panels.
+
+Usage: scripts/fp_plot.sh [--probes N] [--out-dir DIR] [--parts fill,window]   (the wrapper
+makes a venv with redis and matplotlib; a part left out is read back from its CSV for the
+figure). Environment: BF_MODULE (module path, default target/release/libredis_bf.so),
 REDIS_SERVER (server binary).
 """
 
@@ -41,6 +49,12 @@ EXPANSIONS = [1, 2, 4, None]  # None = NONSCALING
 STEP = 0.5  # in units of the initial capacity
 MAX_FILL = 10.0
 BATCH = 1000
+
+WINDOW_MS = 4000  # window filters: the window, in milliseconds
+WINDOW_CAPACITY = 20000  # distinct items per window (large enough that the layers keep their formula's size)
+WINDOW_TICKS = 20  # ticks per window: every tick adds load x capacity / 20 items, then probes
+WINDOW_COUNT = 5  # windows measured
+WINDOW_LOADS = [1.0, 2.0]  # distinct items per window, in units of the capacity
 
 
 def free_port():
@@ -179,19 +193,135 @@ def measure(r, probes, final_probes):
     return rows
 
 
+def measure_window(r, probes):
+    """False-positive rate of window filters over time (see the module docstring)."""
+    rows = []
+    tick_s = WINDOW_MS / 1000 / WINDOW_TICKS
+    for error in ERRORS:
+        for load in WINDOW_LOADS:
+            key = f"fpw:{error}:{load}"
+            r.delete(key)
+            r.execute_command("BF.RESERVE", key, error, WINDOW_CAPACITY, "WINDOW", WINDOW_MS)
+            per_tick = int(round(load * WINDOW_CAPACITY / WINDOW_TICKS))
+            first = [f"item:{key}:{i}" for i in range(per_tick)]
+            added = 0
+            t0 = time.monotonic()
+            for tick in range(WINDOW_COUNT * WINDOW_TICKS):
+                delay = t0 + tick * tick_s - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                items = [f"item:{key}:{i}" for i in range(added, added + per_tick)]
+                pipe = r.pipeline(transaction=False)
+                for i in range(0, len(items), BATCH):
+                    pipe.execute_command("BF.MADD", key, *items[i : i + BATCH])
+                pipe.execute()
+                added += per_tick
+                now = time.monotonic()
+                if tick == 0:
+                    first_added = now  # the first tick's items are at most this old
+                # Their presence is asked at once; the probes take a while.
+                present = sum(r.execute_command("BF.MEXISTS", key, *first))
+                age = (now - first_added) * 1000 / WINDOW_MS
+                elapsed = (now - t0) * 1000 / WINDOW_MS
+                pipe = r.pipeline(transaction=False)
+                for i in range(0, probes, BATCH):
+                    pipe.execute_command(
+                        "BF.MEXISTS", key,
+                        *[f"probe:{key}:{tick}:{j}" for j in range(i, min(probes, i + BATCH))])
+                fp = sum(sum(x) for x in pipe.execute())
+                lo, hi = wilson(fp, probes)
+                row = {
+                    "error": error,
+                    "load": load,
+                    "window_ms": WINDOW_MS,
+                    "tick": tick,
+                    "windows": elapsed,
+                    "items_added": added,
+                    "probes": probes,
+                    "false_positives": fp,
+                    "measured": fp / probes,
+                    "ci95_low": lo,
+                    "ci95_high": hi,
+                    "requested": error,
+                    "first_tick_present": present / len(first),
+                    "first_tick_age": age,
+                }
+                rows.append(row)
+                if tick % WINDOW_TICKS == WINDOW_TICKS - 1:
+                    print(
+                        f"window {error:<6} load {load}x after {elapsed:.2f} windows: measured "
+                        f"{row['measured']:.6f} [{lo:.6f}, {hi:.6f}]; first tick's items "
+                        f"present {present}/{len(first)}",
+                        flush=True,
+                    )
+            late = rows[-1]["windows"] - (WINDOW_COUNT * WINDOW_TICKS - 1) / WINDOW_TICKS
+            if late > 0.05:
+                print(f"window {error} {load}x: the ticks fell {late:.2f} windows behind "
+                      "(a slow machine): fewer items per window than stated", flush=True)
+            r.delete(key)
+    return rows
+
+
+def forget_summary(rows):
+    """For each window configuration: the highest age (in windows, at least their true age) at
+    which all of the first tick's items were still present, and the lowest at which at most a
+    tenth of them was."""
+    out = []
+    for error in ERRORS:
+        for load in WINDOW_LOADS:
+            pts = [x for x in rows if x["error"] == error and x["load"] == load]
+            if not pts:
+                continue
+            kept = max((x["first_tick_age"] for x in pts if x["first_tick_present"] == 1.0),
+                       default=0)
+            gone = min(
+                (x["first_tick_age"] for x in pts
+                 if x["first_tick_present"] <= 0.1 and x["tick"] > 0),
+                default=float("nan"),
+            )
+            worst = max(x["measured"] for x in pts)
+            out.append((error, load, kept, gone, worst))
+    return out
+
+
 def write_csv(rows, path):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         for row in rows:
             out = dict(row)
-            for k in ("measured", "ci95_low", "ci95_high", "predicted"):
-                out[k] = f"{row[k]:.6f}"
-            out["fill"] = f"{row['fill']:.1f}"
+            for k in ("measured", "ci95_low", "ci95_high", "predicted", "first_tick_present",
+                      "first_tick_age"):
+                if k in row:
+                    out[k] = f"{row[k]:.6f}"
+            if "fill" in row:
+                out["fill"] = f"{row['fill']:.1f}"
+            if "windows" in row:
+                out["windows"] = f"{row['windows']:.4f}"
             w.writerow(out)
 
 
-def plot(rows, path, probes, final_probes):
+def read_csv(path):
+    """Rows written by write_csv, with numbers as numbers (for redrawing a part not measured)."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            out = {}
+            for k, v in row.items():
+                try:
+                    out[k] = int(v)
+                except ValueError:
+                    try:
+                        out[k] = float(v)
+                    except ValueError:
+                        out[k] = v
+            rows.append(out)
+    return rows
+
+
+def plot(rows, window_rows, path, probes, final_probes):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -203,8 +333,9 @@ def plot(rows, path, probes, final_probes):
         "EXPANSION 4": ("tab:green", "^"),
         "NONSCALING": ("black", "D"),
     }
-    fig, axes = plt.subplots(1, len(ERRORS), figsize=(14, 6))
-    for ax, error in zip(axes, ERRORS):
+    nrows = 2 if window_rows else 1
+    fig, grid = plt.subplots(nrows, len(ERRORS), figsize=(14, 6 * nrows), squeeze=False)
+    for ax, error in zip(grid[0], ERRORS):
         for config, (color, marker) in styles.items():
             pts = [x for x in rows if x["error"] == error and x["config"] == config]
             steps = [p for p in pts if p["kind"] == "step"]
@@ -236,13 +367,44 @@ def plot(rows, path, probes, final_probes):
         ax.set_xticks(range(0, int(MAX_FILL) + 1))
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    if window_rows:
+        plot_window(grid[1], window_rows)
     fig.suptitle(
-        "redis-bf: measured false-positive rate while filling (shaded: 95% interval of each "
-        "measurement)",
+        "redis-bf: measured false-positive rate; top: filters filling up, bottom: window filters "
+        "over time (shaded: 95% interval of each measurement)",
         fontsize=12,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def plot_window(axes, rows):
+    """Lower row: window filters' false-positive rate over time, one panel per error rate."""
+    colors = {1.0: "tab:blue", 2.0: "tab:orange"}
+    for ax, error in zip(axes, ERRORS):
+        for load in WINDOW_LOADS:
+            pts = [x for x in rows if x["error"] == error and x["load"] == load]
+            if not pts:
+                continue
+            color = colors.get(load, "tab:gray")
+            xs = [p["windows"] for p in pts]
+            ax.fill_between(xs, [p["ci95_low"] for p in pts], [p["ci95_high"] for p in pts],
+                            color=color, alpha=0.1, linewidth=0)
+            ax.plot(xs, [p["measured"] for p in pts], color=color, marker=".", markersize=4,
+                    linewidth=1.2,
+                    label=f"{load:g} x capacity per window: measured ({pts[0]['probes']} probes "
+                          "a tick)")
+        ax.axhline(error, color="dimgray", linestyle="--", linewidth=2,
+                   label=f"requested error rate {error}")
+        for w in range(1, WINDOW_COUNT + 1):
+            ax.axvline(w, color="lightgray", linewidth=0.8, zorder=0)
+        ax.set_title(f"BF.RESERVE key {error} {WINDOW_CAPACITY} WINDOW {WINDOW_MS}, steady stream")
+        ax.set_xlabel(f"time / window ({WINDOW_MS} ms)")
+        ax.set_ylabel("false-positive rate on never-added items")
+        ax.set_ylim(0, error * 1.5)
+        ax.set_xlim(0, WINDOW_COUNT)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
 
 
 def main():
@@ -255,23 +417,52 @@ def main():
         help="probes for one extra, precise measurement of each full filter (1000000; 0: none)",
     )
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "docs"))
+    ap.add_argument(
+        "--parts",
+        default="fill,window",
+        help="what to measure: fill (filters filling up), window (window filters over time), "
+        "or both (default); a part left out is read back from its CSV in --out-dir",
+    )
+    ap.add_argument("--window-probes", type=int, default=30000,
+                    help="window filters: probes per tick (30000)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts or not parts <= {"fill", "window"}:
+        sys.exit("--parts takes fill, window or fill,window")
     if not os.path.exists(MODULE):
         sys.exit(f"module not found: {MODULE} (cargo build --release, or set BF_MODULE)")
     os.makedirs(args.out_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="redis-bf-fp-")
     proc, r = start_server(tmp)
+    csv_path = os.path.join(args.out_dir, "fp-rates.csv")
+    window_csv_path = os.path.join(args.out_dir, "fp-rates-window.csv")
+    png_path = os.path.join(args.out_dir, "fp-rates.png")
     try:
-        rows = measure(r, args.probes, args.final_probes)
+        rows = measure(r, args.probes, args.final_probes) if "fill" in parts else []
+        window_rows = measure_window(r, args.window_probes) if "window" in parts else []
     finally:
         proc.terminate()
         proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    csv_path = os.path.join(args.out_dir, "fp-rates.csv")
-    png_path = os.path.join(args.out_dir, "fp-rates.png")
-    write_csv(rows, csv_path)
-    plot(rows, png_path, args.probes, args.final_probes)
-    print(f"wrote {csv_path} and {png_path}")
+    if rows:
+        write_csv(rows, csv_path)
+    else:
+        rows = read_csv(csv_path)
+    if window_rows:
+        write_csv(window_rows, window_csv_path)
+    else:
+        window_rows = read_csv(window_csv_path)
+    if not rows:
+        sys.exit(f"no fill measurements: run with --parts fill first ({csv_path} is missing)")
+    plot(rows, window_rows, png_path, args.probes, args.final_probes)
+    print(f"wrote {png_path} and the CSV files of the parts measured ({', '.join(sorted(parts))})")
+    for error, load, kept, gone, worst in forget_summary(window_rows):
+        over = " OVER" if worst > error else ""
+        print(
+            f"window {error} at {load:g}x capacity: first tick's items all present until "
+            f"{kept:.2f} windows, forgotten (<= 10% present) from {gone:.2f} windows; highest "
+            f"measured rate {worst:.6f}{over}"
+        )
     for kind in ("step", "final"):
         pts = [x for x in rows if x["kind"] == kind]
         if not pts:

@@ -264,6 +264,11 @@ fn info_and_errors() {
             &["BF.RESERVE", "n", "0.01", "10", "WINDOW", "x"][..],
             "bad window",
         ),
+        // WINDOW without its value must not quietly make a plain filter (which never forgets).
+        (
+            &["BF.RESERVE", "n", "0.01", "10", "WINDOW"][..],
+            "no window",
+        ),
         (
             &[
                 "BF.RESERVE",
@@ -560,12 +565,47 @@ fn info_bf_counts_window_filters() {
     assert_eq!(field(&mut con, "filters"), 1);
     assert_eq!(field(&mut con, "layers"), 1);
     assert_eq!(field(&mut con, "items"), 3);
-    // 250 items at 0.01 / 6: 3 328 bits.
-    assert_eq!(field(&mut con, "bytes"), 416);
+    // 250 items at 0.01 / 6: 3 328 bits by the formula, raised to the minimum of 64 / 0.01.
+    assert_eq!(field(&mut con, "bytes"), 800);
     let _: i64 = common::cmd("COPY w w2").query(&mut con).unwrap();
     assert_eq!(field(&mut con, "filters"), 2);
     let _: i64 = redis::cmd("DEL").arg(&["w", "w2"]).query(&mut con).unwrap();
     for name in ["filters", "layers", "items", "bytes"] {
         assert_eq!(field(&mut con, name), 0, "{name}");
     }
+}
+
+/// The module configs apply to window filters as to plain ones: BF.INSERT … WINDOW without
+/// CAPACITY / ERROR / EXPANSION takes `bf.initial-size`, `bf.error-rate` and
+/// `bf.expansion-factor` (0: non-scaling), and `bf.max-filter-bytes` refuses a window whose
+/// generation array would be larger.
+#[test]
+fn module_configs_apply_to_window_filters() {
+    let server = Server::start();
+    let mut t = common::Steps::new(&server);
+    // Each generation's first layer takes a quarter of the capacity at a sixth of the error.
+    t.steps(
+        r#"
+        CONFIG SET bf.initial-size 400                      -> OK
+        CONFIG SET bf.error-rate 0.001                      -> OK
+        CONFIG SET bf.expansion-factor 4                    -> OK
+        BF.INSERT wc WINDOW 60000 ITEMS a                   -> [1]
+        BF.INFO wc CAPACITY                                 -> [400]
+        BF.INFO wc EXPANSION                                -> [4]
+        BF.INFO wc WINDOW                                   -> [60000]
+        CONFIG SET bf.expansion-factor 0                    -> OK
+        BF.INSERT wn WINDOW 60000 ITEMS a                   -> [1]
+        BF.INFO wn EXPANSION                                -> [nil]
+        CONFIG SET bf.max-filter-bytes 1000                 -> OK
+        BF.RESERVE big 0.01 100000 WINDOW 1000              -> (error) ERR Insufficient memory to create filter
+        BF.INSERT big WINDOW 1000 CAPACITY 100000 ITEMS a   -> (error) ERR Insufficient memory to create filter
+        EXISTS big                                          -> 0
+        BF.RESERVE small 0.01 100 WINDOW 1000               -> OK
+        "#,
+    );
+    let debug = common::reply_text(&t.run("BF.DEBUG wc"));
+    assert!(
+        debug.contains(" capacity:100 ") && debug.contains(" ratio:0.000166667"),
+        "{debug}"
+    );
 }

@@ -17,7 +17,7 @@
 //! # Sizing and false positives
 //!
 //! Each generation's first layer holds `⌈capacity / 4⌉` items at `error / 6`
-//! ([`ERROR_DIVISOR`]), so with a steady stream of `capacity` distinct items per window each
+//! ([`ERROR_DIVISOR`]), in at least [`min_generation_bits`] bits, so with a steady stream of `capacity` distinct items per window each
 //! generation receives about `capacity / 4` items and the union of the five answers has a
 //! false-positive rate of at most `5 × error / 6` (measured 0.85 × `error` at the worst
 //! moment, the end of a generation). A generation that receives more (a burst) grows like a
@@ -32,7 +32,7 @@
 //! - this window filter: `5 · (capacity / 4) · b(error / 6) = 1.25 · capacity · b(error / 6)`;
 //! - a plain non-scaling filter of the same capacity and rate (which never forgets):
 //!   `capacity · b(error)`; ratio `1.25 · (1 + ln 6 / ln(1/error))`: 1.74× at 1 %, 1.57× at
-//!   0.1 %, 1.49× at 0.01 % (≤ 1.8× for every error ≤ 1.2 %);
+//!   0.1 %, 1.49× at 0.01 % (≤ 1.8× for every error ≤ 1.7 %; 2.00× at 5 %);
 //! - the two-daily-keys pattern (a key per window with EXPIRE, checking this window's key and
 //!   the previous one, each key sized for a window's `capacity` at `error / 2` so that the two
 //!   answers together stay within `error`): `2 · capacity · b(error / 2)`; 2.30× at 1 %, 2.20×
@@ -66,6 +66,31 @@ pub const LIVE: u64 = SLICES + 1;
 /// count is rounded up: 0.00169 for a nominal 1/600), so 5 would leave the union at 1.005 ×
 /// `error` at the end of each generation; 6 keeps it at 0.85 × `error`.
 pub const ERROR_DIVISOR: f64 = 6.0;
+
+/// A generation's first layer has at least `MIN_BITS_TIMES_ERROR / error` bits (see
+/// [`min_generation_bits`]).
+pub const MIN_BITS_TIMES_ERROR: f64 = 64.0;
+/// ... and never needs more than this for that reason (2^23 bits, 1 MiB).
+pub const MIN_BITS_CAP: u64 = 1 << 23;
+
+/// The fewest bits of a generation's first layer for a window of `error`:
+/// `min(⌈64 / error⌉, 2^23)`.
+///
+/// Why: positions are `a + i·b mod m` (the plain filters' hashing), and an item whose `b` is a
+/// multiple of `m` (probability `1/m`) probes one bit k times, so it is a false positive with
+/// the layer's fill (about 1/2) rather than its rate; shorter cycles add a little more.
+/// Measured on a layer of 250 items at 0.001 / 6 (m = 4 544 bits, k = 13): 0.000253 against
+/// 0.000155 predicted from its bits, an excess of about `0.45 / m`. Five generations are
+/// asked, so the excess is `2.25 / m`: at most 3.5 % of `error` with `m ≥ 64 / error`. Large
+/// windows are unaffected (their layers are far larger); small ones get a larger bit array.
+pub fn min_generation_bits(error: f64) -> u64 {
+    let bits = (MIN_BITS_TIMES_ERROR / error).ceil();
+    if bits >= MIN_BITS_CAP as f64 {
+        MIN_BITS_CAP
+    } else {
+        bits as u64
+    }
+}
 
 /// First 8 bytes of a window filter's SCANDUMP header. A RedisBloom-format reader takes them
 /// as the chain's item count and then reads a layer count of 0 at bytes 8..12, which every
@@ -161,15 +186,23 @@ impl Window {
         OPT_NOROUND | OPT_FORCE64 | if self.nonscaling { OPT_NO_SCALING } else { 0 }
     }
 
-    /// The first layer of a generation: `⌈capacity / 4⌉` items at `error / 6`.
+    /// The first layer of a generation: `⌈capacity / 4⌉` items at `error / 6`, with at least
+    /// [`min_generation_bits`] bits (same capacity and hash count; only the bit array is
+    /// larger).
     ///
     /// Errors: [`LayerError::Invalid`] for parameters that size no layer.
     pub fn generation_params(&self) -> Result<LayerParams, LayerError> {
-        LayerParams::for_capacity(
+        let mut p = LayerParams::for_capacity(
             self.capacity.div_ceil(SLICES),
             self.error / ERROR_DIVISOR,
             self.chain_options(),
-        )
+        )?;
+        let min = min_generation_bits(self.error);
+        if p.bits < min {
+            p.bytes = min.div_ceil(64) * 8;
+            p.bits = p.bytes * 8;
+        }
+        Ok(p)
     }
 
     /// The generation containing `now_ms` for this window.
@@ -626,6 +659,41 @@ mod tests {
         // 86 400 000 ms: a generation is 6 hours.
         assert_eq!(generation_at(6 * 3_600_000 - 1, 86_400_000), 0);
         assert_eq!(generation_at(6 * 3_600_000, 86_400_000), 1);
+    }
+
+    #[test]
+    fn small_generations_get_the_minimum_bit_array() {
+        // 1000 items per window at 0.001: a quarter is 250 items (4 544 bits by the formula).
+        let w = Window::new(1000, 1000, 0.001, 2, false, 0).unwrap();
+        let p = w.generation_params().unwrap();
+        assert_eq!((p.entries, p.hashes, p.bits), (250, 13, 64_000));
+        assert!(p.is_consistent());
+        // Large windows keep the formula's size.
+        let big = Window::new(1000, 864_000_000, 0.001, 2, false, 0).unwrap();
+        let f = LayerParams::for_capacity(216_000_000, 0.001 / 6.0, big.chain_options()).unwrap();
+        assert_eq!(big.generation_params().unwrap(), f);
+        assert_eq!(min_generation_bits(0.01), 6_400);
+        assert_eq!(min_generation_bits(1e-300), MIN_BITS_CAP);
+    }
+
+    /// A small window at its capacity (five full quarters of 250 items) answers at most its
+    /// error rate for 400 000 never-added items. With the formula's 4 544-bit layers it
+    /// answered 0.0013 (the `b ≡ 0 mod m` excess, see `min_generation_bits`).
+    #[test]
+    fn small_window_at_capacity_stays_within_its_error_rate() {
+        let mut w = Window::new(1000, 1000, 0.001, 2, false, 0).unwrap();
+        for g in 0..5u64 {
+            for i in 0..250 {
+                add(&mut w, format!("item:{g}:{i}").as_bytes(), g).unwrap();
+            }
+        }
+        assert_eq!(w.items_at(4), 1250);
+        let probes = 400_000;
+        let fp = (0..probes)
+            .filter(|i| has(&w, format!("probe:{i}").as_bytes(), 4))
+            .count();
+        let rate = fp as f64 / probes as f64;
+        assert!(rate <= 0.001, "false-positive rate {rate}");
     }
 
     #[test]

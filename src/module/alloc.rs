@@ -26,6 +26,12 @@ use std::sync::{Condvar, Mutex};
 /// module (tests, benches) always uses the system allocator.
 pub struct BfAlloc;
 
+/// Allocations (plain, zeroed and reallocations) made through Redis' allocator since the
+/// module loaded: `INFO bf` `bf_heap_allocations`, so that a test can see that a command
+/// (BF.ADD or BF.EXISTS on an existing filter) allocates nothing. One relaxed atomic add per
+/// allocation.
+pub static HEAP_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
 /// Redis' allocator returns memory aligned for any fundamental type (16 bytes on x86-64 and
 /// aarch64); larger alignments are refused.
 const MAX_ALIGN: usize = 16;
@@ -44,6 +50,7 @@ unsafe impl GlobalAlloc for BfAlloc {
             }
             _ if layout.align() > MAX_ALIGN => std::ptr::null_mut(),
             (t, a) => {
+                HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
                 let size = rounded_size(layout);
                 // SAFETY: calling Redis' allocator with a non-zero size.
                 unsafe {
@@ -72,6 +79,7 @@ unsafe impl GlobalAlloc for BfAlloc {
         if layout.align() > MAX_ALIGN {
             return std::ptr::null_mut();
         }
+        HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         let size = rounded_size(layout);
         // SAFETY: calling Redis' allocator with a non-zero size; both return zeroed memory.
         unsafe {
@@ -100,6 +108,7 @@ unsafe impl GlobalAlloc for BfAlloc {
                 unsafe { System.realloc(ptr, layout, new_size) }
             }
             (Some(f), Some(_)) if layout.align() <= MAX_ALIGN => {
+                HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: the caller guarantees `new_size` rounded to the alignment does not
                 // overflow isize; `ptr` came from Redis' allocator (same branch as `alloc`).
                 let new_layout =

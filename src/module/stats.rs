@@ -5,7 +5,7 @@
 //! lazyfree thread.
 
 use crate::bloom::Chain;
-use crate::module::alloc::FREE_PENDING_BYTES;
+use crate::module::alloc::{FREE_PENDING_BYTES, HEAP_ALLOCATIONS};
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -84,9 +84,10 @@ pub fn filter_changed(before: Footprint, chain: &Chain) {
 /// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
 /// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`
 /// (bit-array bytes of the filters that exist), `bf_defrag_hits` / `bf_defrag_misses`
-/// (allocations active defrag moved / left in place) and `bf_free_pending_bytes` (bit-array
+/// (allocations active defrag moved / left in place), `bf_free_pending_bytes` (bit-array
 /// bytes of deleted filters the background thread has not freed yet; `used_memory` still
-/// counts them).
+/// counts them) and `bf_heap_allocations` (allocations the module has made through Redis'
+/// allocator since it loaded; this callback makes none).
 ///
 /// # Safety
 /// Called by Redis with a live info context.
@@ -117,6 +118,11 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
             ctx,
             c"free_pending_bytes".as_ptr(),
             FREE_PENDING_BYTES.load(Ordering::Relaxed),
+        );
+        raw::RedisModule_InfoAddFieldULongLong.unwrap()(
+            ctx,
+            c"heap_allocations".as_ptr(),
+            HEAP_ALLOCATIONS.load(Ordering::Relaxed),
         );
     }
 }

@@ -187,7 +187,7 @@ fn create(ctx: &Context, key: &RedisKeyWritable, p: &Params, generation: u64) ->
 /// `WINDOW`, else `None` (a plain filter). Errors as BF.RESERVE's, plus `ERR no window`,
 /// `ERR bad window` (not an integer ≥ 1).
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
-    if args.len() < 6 || !args[4..].iter().any(|a| is_keyword(a.as_slice(), "WINDOW")) {
+    if args.len() < 5 || !args[4..].iter().any(|a| is_keyword(a.as_slice(), "WINDOW")) {
         return None;
     }
     let raw: Vec<&[u8]> = args[2..].iter().map(|a| a.as_slice()).collect();

@@ -219,11 +219,13 @@ pub fn info_bf(c: &mut Connection) -> [u64; 4] {
     }
     let names = ["bf_filters", "bf_layers", "bf_items", "bf_bytes"];
     // Active defrag's counters and the bytes the background thread has yet to free are
-    // checked by tests/bigfilters.rs; here they must be present and nothing else.
+    // checked by tests/bigfilters.rs, the allocation count by tests/heap_allocations.rs; here
+    // they must be present and nothing else.
     let others = [
         "bf_defrag_hits",
         "bf_defrag_misses",
         "bf_free_pending_bytes",
+        "bf_heap_allocations",
     ];
     assert_eq!(
         fields.keys().map(String::as_str).collect::<BTreeSet<_>>(),
@@ -976,6 +978,77 @@ pub fn notifications(bin: &str) {
         vec![],
         "read commands",
     );
+
+    // Window filters (filters that forget) emit the same events: an add notifies only when it
+    // changed the filter (a new item, or a re-add that refreshed an older generation's item).
+    step(
+        &mut c,
+        &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
+        ks(0, "w", "bf.reserve").to_vec(),
+        "BF.RESERVE … WINDOW",
+    );
+    step(
+        &mut c,
+        &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
+        vec![],
+        "BF.RESERVE … WINDOW over an existing key",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
+        [ks(0, "w", "bf.add"), ks(0, "w", "bf.add")].concat(),
+        "BF.ADD and BF.MADD of new items to a window filter",
+    );
+    step(
+        &mut c,
+        &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
+        vec![],
+        "adds of items the window holds in its newest generation",
+    );
+    step(
+        &mut c,
+        &[&["BF.INSERT", "wi", "WINDOW", "600000", "ITEMS", "a"]],
+        [ks(0, "wi", "bf.reserve"), ks(0, "wi", "bf.add")].concat(),
+        "BF.INSERT … WINDOW on a missing key",
+    );
+    step(
+        &mut c,
+        &[
+            &["BF.INSERT", "wi", "NOCREATE", "ITEMS", "a"],
+            &["BF.EXISTS", "w", "x"],
+            &["BF.MEXISTS", "w", "x", "z"],
+            &["BF.INFO", "w"],
+            &["BF.INFO", "w", "WINDOW"],
+            &["BF.CARD", "w"],
+            &["BF.SCANDUMP", "w", "0"],
+            &["BF.RESERVE", "wbad", "0.01", "100", "WINDOW", "0"],
+        ],
+        vec![],
+        "window filters: reads, refusals and adds that change nothing",
+    );
+    let chunks = scandump(&mut c, b"w");
+    for (n, (iter, data)) in chunks.iter().enumerate() {
+        let _: () = crate::common::cmd("BF.LOADCHUNK")
+            .arg("wcopy")
+            .arg(*iter)
+            .arg(data.as_slice())
+            .query(&mut c)
+            .unwrap();
+        let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
+        assert_eq!(
+            collect_until_sentinel(&mut ps),
+            ks(0, "wcopy", "bf.loadchunk").to_vec(),
+            "window LOADCHUNK {n}"
+        );
+    }
+    assert_eq!(digest_value(&mut c, "wcopy"), digest_value(&mut c, "w"));
+    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
+        for args in cmds {
+            let _ = cmd(args).query::<Value>(c);
+        }
+        let _: () = cmd("SET sentinel 1").query(c).unwrap();
+        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
+    };
 
     // Another database: the channel names carry it.
     let _: () = cmd("SELECT 3").query(&mut c).unwrap();
