@@ -26,7 +26,7 @@ fn big_chain(room: u64) -> Chain {
     let entries = c.layers[0].params.entries;
     fill_half(&mut c.layers[0], entries, 1);
     let second = c.next_layer_params().unwrap();
-    c.layers.push(Layer::new(second).unwrap());
+    c.layers = [c.layers[0].clone(), Layer::new(second).unwrap()].into();
     fill_half(&mut c.layers[1], second.entries - room, 2);
     c.size = entries + second.entries - room;
     assert!(c

@@ -618,7 +618,7 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
         size: 0,
         options: 0,
         growth: 2,
-        layers: vec![Layer::new(p).unwrap()],
+        layers: Box::new([Layer::new(p).unwrap()]),
     };
     for i in 0..50u32 {
         legacy.add(&i.to_le_bytes(), u64::MAX).unwrap();
@@ -629,7 +629,7 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
         .unwrap();
     let _: () = cmd("BF.LOADCHUNK s5")
         .arg(1 + legacy.layers[0].data.len())
-        .arg(legacy.layers[0].data.as_slice())
+        .arg(&legacy.layers[0].data[..])
         .query(con)
         .unwrap();
     (0..7).map(|i| format!("s{i}").into_bytes()).collect()

@@ -367,7 +367,7 @@ fn legacy_chain(items: &[Bytes]) -> Chain {
         size: 0,
         options: 0,
         growth: 2,
-        layers: vec![Layer::new(params).unwrap()],
+        layers: Box::new([Layer::new(params).unwrap()]),
     };
     let chain = chain_with_items(chain, items);
     assert!(chain.layers.len() >= 2, "the legacy fixture has grown");

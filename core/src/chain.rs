@@ -67,8 +67,9 @@ pub struct Chain {
     pub options: u32,
     /// Expansion: each new layer's capacity is the previous layer's `entries` times this.
     pub growth: u32,
-    /// The layers, oldest first. Never empty for a valid chain.
-    pub layers: Vec<Layer>,
+    /// The layers, oldest first. Never empty for a valid chain. A boxed slice (a new layer
+    /// rebuilds it), so that the chain is 32 bytes, as RedisBloom's.
+    pub layers: Box<[Layer]>,
 }
 
 impl Chain {
@@ -102,7 +103,7 @@ impl Chain {
             size: 0,
             options,
             growth: expansion,
-            layers: vec![Layer::new(params)?],
+            layers: Box::new([Layer::new(params)?]),
         })
     }
 
@@ -265,10 +266,13 @@ impl Chain {
                 return Err(AddError::CannotGrow);
             }
             let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
-            self.layers
-                .try_reserve(1)
+            let mut layers = Vec::new();
+            layers
+                .try_reserve_exact(self.layers.len() + 1)
                 .map_err(|_| AddError::CannotGrow)?;
-            self.layers.push(layer);
+            layers.extend(std::mem::take(&mut self.layers).into_vec());
+            layers.push(layer);
+            self.layers = layers.into_boxed_slice();
         }
         let last = self.layers.last_mut().ok_or(AddError::CannotGrow)?;
         last.set(h);
@@ -320,6 +324,14 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Per-filter memory: the chain is 32 bytes as RedisBloom's (one jemalloc size class
+    /// smaller than a `Vec` of layers allowed), and a layer 112 (a 112-byte class).
+    #[test]
+    fn struct_sizes() {
+        assert_eq!(std::mem::size_of::<Chain>(), 32);
+        assert_eq!(std::mem::size_of::<Layer>(), 112);
+    }
 
     #[test]
     fn growth_example() {

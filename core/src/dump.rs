@@ -148,7 +148,7 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
         size,
         options,
         growth,
-        layers,
+        layers: layers.into_boxed_slice(),
     })
 }
 
@@ -300,6 +300,6 @@ mod tests {
             Err(ChunkError::TooBig)
         );
         assert_eq!(apply_chunk(&mut c, 9, b"01234567"), Ok(()));
-        assert_eq!(&c.layers[0].data, b"01234567");
+        assert_eq!(&c.layers[0].data[..], b"01234567");
     }
 }

@@ -166,14 +166,12 @@ fn exact_binary_exponent(x: f64) -> Option<i64> {
 /// Allocates a zeroed buffer of `len` bytes without aborting on failure and without writing
 /// it: the memory comes from the global allocator's `alloc_zeroed` (calloc), which hands out
 /// fresh zero pages untouched, so a big bit array costs no time to create and the process'
-/// resident memory grows only as its bits are set. The buffer's capacity is exactly `len`.
+/// resident memory grows only as its bits are set.
 ///
 /// Errors: [`LayerError::OutOfMemory`] when `len` does not fit in memory.
-pub fn try_zeroed(len: u64) -> Result<Vec<u8>, LayerError> {
+pub fn try_zeroed(len: u64) -> Result<Box<[u8]>, LayerError> {
     let len = usize::try_from(len).map_err(|_| LayerError::OutOfMemory)?;
-    bytemuck::allocation::try_zeroed_slice_box::<u8>(len)
-        .map(Vec::from)
-        .map_err(|_| LayerError::OutOfMemory)
+    bytemuck::allocation::try_zeroed_slice_box::<u8>(len).map_err(|_| LayerError::OutOfMemory)
 }
 
 /// Layers up to this many bytes compute bit positions with a prepared modulus ([`Modulus`],
@@ -198,11 +196,13 @@ pub struct Layer {
     pub params: LayerParams,
     /// Items accepted into this layer.
     pub size: u64,
-    /// The bit array, exactly `params.bytes` long.
-    pub data: Vec<u8>,
-    /// `params.modulus()` prepared once, for layers of at most
-    /// [`PREPARED_MODULUS_MAX_BYTES`]; `None` for larger layers (hardware division).
-    prepared: Option<Modulus>,
+    /// The bit array, exactly `params.bytes` long (a boxed slice: 8 bytes less per layer
+    /// than a `Vec`, whose capacity would always equal its length).
+    pub data: Box<[u8]>,
+    /// `params.modulus()` prepared once; used for layers of at most
+    /// [`PREPARED_MODULUS_MAX_BYTES`], larger ones use the hardware division. Always present
+    /// (an `Option` would make the layer 16 bytes larger).
+    prepared: Modulus,
 }
 
 impl Layer {
@@ -213,24 +213,29 @@ impl Layer {
     }
 
     /// A layer of shape `params` holding `size` items with bit array `data` (loaded from a
-    /// dump, an RDB value or a copy). `data` should be `params.bytes` long; `params` must
-    /// have a non-zero modulus (every consistent shape has one).
-    pub fn from_parts(params: LayerParams, size: u64, data: Vec<u8>) -> Layer {
-        let m = params.modulus();
+    /// dump, an RDB value or a copy). `data` should be `params.bytes` long; `params` should
+    /// have a non-zero modulus (every consistent shape has one; 0 is taken as 1).
+    pub fn from_parts(params: LayerParams, size: u64, data: impl Into<Box<[u8]>>) -> Layer {
         Layer {
-            prepared: (m != 0 && params.bytes <= PREPARED_MODULUS_MAX_BYTES)
-                .then(|| Modulus::new(m)),
+            prepared: Modulus::new(params.modulus().max(1)),
             params,
             size,
-            data,
+            data: data.into(),
         }
+    }
+
+    /// The prepared modulus when this layer uses it (at most
+    /// [`PREPARED_MODULUS_MAX_BYTES`]), else `None` (hardware division).
+    #[inline(always)]
+    fn prepared(&self) -> Option<&Modulus> {
+        (self.params.bytes <= PREPARED_MODULUS_MAX_BYTES).then_some(&self.prepared)
     }
 
     /// The i-th bit position of `h` in this layer ([`HashPair::position`] with this layer's
     /// modulus).
     #[inline]
     pub fn position(&self, h: &HashPair, i: u64) -> u64 {
-        match &self.prepared {
+        match self.prepared() {
             Some(m) => h.position_in(i, m),
             None => h.position(i, self.params.modulus()),
         }
@@ -240,7 +245,7 @@ impl Layer {
     /// clear bit.
     #[inline]
     pub fn contains(&self, h: &HashPair) -> bool {
-        match &self.prepared {
+        match self.prepared() {
             Some(m) => self.contains_by(|i| h.position_in(i, m)),
             None => {
                 let m = self.params.modulus();
@@ -260,7 +265,7 @@ impl Layer {
     /// Sets the k bits of `h`. Does not touch the item count.
     #[inline]
     pub fn set(&mut self, h: &HashPair) {
-        match self.prepared {
+        match self.prepared().copied() {
             Some(m) => self.set_by(|i| h.position_in(i, &m)),
             None => {
                 let m = self.params.modulus();
@@ -284,7 +289,7 @@ impl Layer {
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
         let probes = u64::from(probes.min(self.params.hashes));
-        match &self.prepared {
+        match self.prepared() {
             Some(m) => (0..probes).for_each(|i| {
                 prefetch_index(&self.data, (h.position_in(i, m) >> 3) as usize);
             }),
@@ -374,7 +379,7 @@ mod tests {
     fn zeroed_buffers_are_exact_and_zero() {
         for len in [0u64, 1, 8, 4096, 3 << 20] {
             let v = try_zeroed(len).unwrap();
-            assert_eq!((v.len() as u64, v.capacity() as u64), (len, len));
+            assert_eq!(v.len() as u64, len);
             assert!(v.iter().all(|&b| b == 0));
         }
     }
@@ -398,7 +403,7 @@ mod tests {
         for params in [small, pow2, large] {
             let layer = Layer::from_parts(params, 0, Vec::new());
             assert_eq!(
-                layer.prepared.is_some(),
+                layer.prepared().is_some(),
                 params.bytes <= PREPARED_MODULUS_MAX_BYTES
             );
             for n in 0..2000u32 {

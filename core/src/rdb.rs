@@ -127,7 +127,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError>
         size,
         options,
         growth,
-        layers,
+        layers: layers.into_boxed_slice(),
     })
 }
 

@@ -287,7 +287,7 @@ impl Window {
                     size: 0,
                     options: self.chain_options(),
                     growth: self.expansion,
-                    layers: vec![layer],
+                    layers: Box::new([layer]),
                 },
             ));
         }

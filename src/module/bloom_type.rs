@@ -243,8 +243,8 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// Frees a chain's bit arrays, the big ones on the module's background thread
 /// ([`alloc::free_bit_array`]); also used for window filters' generations.
 pub(crate) fn free_arrays(chain: Chain) {
-    for layer in chain.layers {
-        alloc::free_bit_array(layer.data);
+    for layer in chain.layers.into_vec() {
+        alloc::free_bit_array(layer.data.into_vec());
     }
 }
 
@@ -296,26 +296,27 @@ unsafe extern "C" fn defrag(
     // came from Redis' allocator through alloc::BfAlloc; Redis hands it to no one else during
     // the call. DefragAlloc copies a block bit for bit and frees the old one, so after a move
     // the old owner is forgotten (never dropped) and a new owner built on the new address
-    // with the same length and capacity.
+    // with the same length (boxed slices: their allocation is exactly their length).
     unsafe {
         if let Some(new) = moved(*value) {
             *value = new;
         }
         let chain = &mut *(*value).cast::<Chain>();
-        if chain.layers.capacity() > 0 {
-            let (len, cap) = (chain.layers.len(), chain.layers.capacity());
+        let len = chain.layers.len();
+        if len > 0 {
             if let Some(new) = moved(chain.layers.as_mut_ptr().cast()) {
-                let table = Vec::from_raw_parts(new.cast::<Layer>(), len, cap);
+                let table =
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(new.cast::<Layer>(), len));
                 std::mem::forget(std::mem::replace(&mut chain.layers, table));
             }
         }
         for layer in chain.layers.iter_mut() {
-            let (len, cap) = (layer.data.len(), layer.data.capacity());
-            if cap == 0 || cap > DEFRAG_MAX_BYTES {
+            let len = layer.data.len();
+            if len == 0 || len > DEFRAG_MAX_BYTES {
                 continue;
             }
             if let Some(new) = moved(layer.data.as_mut_ptr().cast()) {
-                let data = Vec::from_raw_parts(new.cast::<u8>(), len, cap);
+                let data = Box::from_raw(std::ptr::slice_from_raw_parts_mut(new.cast::<u8>(), len));
                 std::mem::forget(std::mem::replace(&mut layer.data, data));
             }
         }
@@ -357,7 +358,7 @@ pub(crate) fn try_clone(chain: &Chain) -> Option<Chain> {
         size: chain.size,
         options: chain.options,
         growth: chain.growth,
-        layers,
+        layers: layers.into_boxed_slice(),
     })
 }
 
