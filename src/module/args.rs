@@ -3,6 +3,53 @@
 //! (`inf`, hex floats, `.5`, `1e-3` accepted; `nan`, trailing characters, leading spaces and
 //! out-of-range values such as `1e999` rejected).
 
+use redis_module::{raw, RedisString};
+use std::mem::ManuallyDrop;
+
+/// One argument of a command, borrowed from Redis' `argv` for the duration of the call.
+/// `repr(transparent)` over the string pointer, so a `&[Arg]` is Redis' `argv` itself: no
+/// copy and no allocation, however many arguments (the crate's command wrapper builds a
+/// 16-byte `RedisString` per argument and retains each one). Never retained, never freed.
+#[repr(transparent)]
+pub struct Arg {
+    /// The argument's string, owned by Redis.
+    pub inner: *mut raw::RedisModuleString,
+}
+
+impl Arg {
+    /// The argument's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        RedisString::string_as_slice(self.inner)
+    }
+
+    /// A `RedisString` view of the argument for the crate's APIs that take one (opening a key,
+    /// a keyspace event). Not retained: `ManuallyDrop` keeps it from being freed.
+    pub fn string(&self) -> ManuallyDrop<RedisString> {
+        ManuallyDrop::new(RedisString::from_redis_module_string(
+            std::ptr::null_mut(),
+            self.inner,
+        ))
+    }
+
+    /// The arguments Redis passes to a command handler, as a slice of [`Arg`].
+    ///
+    /// # Safety
+    /// `argv` must point to `argc` valid string pointers that outlive `'a` (Redis guarantees
+    /// this for the duration of a command call), or be null with any `argc`.
+    pub unsafe fn from_argv<'a>(
+        argv: *mut *mut raw::RedisModuleString,
+        argc: std::os::raw::c_int,
+    ) -> &'a [Arg] {
+        match usize::try_from(argc) {
+            // SAFETY: as the caller guarantees; `Arg` has the layout of the pointer it wraps.
+            Ok(n) if !argv.is_null() => unsafe {
+                std::slice::from_raw_parts(argv.cast::<Arg>(), n)
+            },
+            _ => &[],
+        }
+    }
+}
+
 /// Parses a strict Redis integer (string2ll rules). Returns None when it is not one.
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s.first()? {

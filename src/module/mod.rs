@@ -13,13 +13,12 @@ pub mod reply;
 pub mod stats;
 pub mod window_type;
 
+use args::Arg;
 use bloom_type::BLOOM_TYPE;
 use commands::{add, dump, exists, info, reserve};
 use redis_module::{raw, redis_module, AclCategory, Context, ModuleOptions, RedisString, Status};
 use reply::Reply;
-use smallvec::SmallVec;
 use std::ffi::CStr;
-use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use window_type::WINDOW_TYPE;
@@ -33,36 +32,21 @@ type RawCommand = unsafe extern "C" fn(
 
 /// Runs a handler straight from Redis' `argv`, sends its reply, and turns a panic into an
 /// error reply so that no panic ever unwinds into Redis. Every command goes through here
-/// rather than the crate's command wrapper, which collects the arguments into a new `Vec` per
-/// call and retains each one (`RedisModule_RetainString`, then `FreeString` when it drops: two
-/// API calls per argument, 2 000 for a `BF.MADD` of 1 000 items). Here the arguments are
-/// borrowed, not retained, and up to four stay on the stack, so BF.ADD and BF.EXISTS make no
-/// heap allocation.
+/// rather than the crate's command wrapper, which collects the arguments into a new `Vec` of
+/// 16 bytes an argument per call (16 MiB for a `BF.MADD` of a million items) and retains
+/// each one (`RedisModule_RetainString`, then `FreeString` when it drops: two API calls per
+/// argument). Here the handler gets `argv` itself as a slice of [`Arg`]: no copy, no
+/// allocation, no retain, so BF.ADD and BF.EXISTS allocate nothing.
 fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    handler: fn(&Context, &[RedisString]) -> Reply,
+    handler: fn(&Context, &[Arg]) -> Reply,
 ) -> c_int {
     let context = Context::new(ctx);
     let reply = catch_unwind(AssertUnwindSafe(|| {
-        let raw_args: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
-            // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for the call.
-            Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
-            _ => &[],
-        };
-        // Borrowed, not retained: `ManuallyDrop` skips the `FreeString` that would balance a
-        // retain (see above).
-        let args: SmallVec<[ManuallyDrop<RedisString>; 4]> = raw_args
-            .iter()
-            .map(|&a| ManuallyDrop::new(RedisString::from_redis_module_string(ctx, a)))
-            .collect();
-        // SAFETY: `ManuallyDrop<T>` is `repr(transparent)` over `T`, so the slice has the
-        // layout of a `[RedisString]`; the strings are Redis' `argv`, alive for the whole call,
-        // and the handler only borrows them (a clone is a new string of its own).
-        let args: &[RedisString] = unsafe {
-            &*(args.as_slice() as *const [ManuallyDrop<RedisString>] as *const [RedisString])
-        };
+        // SAFETY: Redis passes `argc` valid string pointers in `argv`, alive for the call.
+        let args = unsafe { Arg::from_argv(argv, argc) };
         handler(&context, args)
     }))
     .unwrap_or(Reply::Error("ERR internal error in redis-bf"));

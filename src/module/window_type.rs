@@ -29,6 +29,7 @@
 use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window, WindowAdd};
 use crate::bloom::AddError;
+use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{IoReader, IoWriter};
 use crate::module::commands::info::debug_lines;
@@ -38,7 +39,7 @@ use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND,
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
-use redis_module::{raw, Context, ContextFlags, NotifyEvent, RedisString};
+use redis_module::{raw, Context, ContextFlags, NotifyEvent};
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -186,7 +187,7 @@ fn create(ctx: &Context, key: &RedisKeyWritable, p: &Params, generation: u64) ->
 /// The window path of BF.RESERVE: `Some(reply)` when the options after the capacity name
 /// `WINDOW`, else `None` (a plain filter). Errors as BF.RESERVE's, plus `ERR no window`,
 /// `ERR bad window` (not an integer ≥ 1).
-pub fn reserve(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
+pub fn reserve(ctx: &Context, args: &[Arg]) -> Option<Reply> {
     if args.len() < 5 || !args[4..].iter().any(|a| is_keyword(a.as_slice(), "WINDOW")) {
         return None;
     }
@@ -195,7 +196,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
         Ok(v) => v,
         Err(e) => return Some(e),
     };
-    let key = ctx.open_key_writable(&args[1]);
+    let key = ctx.open_key_writable(&args[1].string());
     if get_mut(&key).is_some()
         || matches!(
             crate::module::bloom_type::lookup_mut(&key),
@@ -230,7 +231,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
     }
     argv.extend([&b"GENERATION"[..], g.as_bytes()]);
     ctx.replicate("BF.RESERVE", argv.as_slice());
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1]);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
     Some(Reply::Simple("OK"))
 }
 
@@ -398,7 +399,7 @@ fn parse_insert(args: &[&[u8]], internal: bool) -> Result<(InsertArgs, usize), R
 /// The window path of BF.INSERT: `Some(reply)` when its options name WINDOW (or, from the
 /// primary, GENERATION); `None` otherwise (BF.INSERT on an existing window key without them
 /// reaches [`add_existing`] through the plain path).
-pub fn insert(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
+pub fn insert(ctx: &Context, args: &[Arg]) -> Option<Reply> {
     let raw: Vec<&[u8]> = args.get(2..)?.iter().map(|a| a.as_slice()).collect();
     if !insert_mentions_window(&raw) {
         return None;
@@ -407,7 +408,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
         Ok(v) => v,
         Err(e) => return Some(e),
     };
-    let key = ctx.open_key_writable(&args[1]);
+    let key = ctx.open_key_writable(&args[1].string());
     let items = &args[2 + first..];
     if get_mut(&key).is_none() {
         if !key.is_empty() {
@@ -426,7 +427,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
         if let Err(e) = create(ctx, &key, &a.params, generation) {
             return Some(e);
         }
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1]);
+        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
         return Some(add(
             ctx,
             &key,
@@ -445,8 +446,8 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> Option<Reply> {
 pub fn add_existing(
     ctx: &Context,
     key: &RedisKeyWritable,
-    key_name: &RedisString,
-    items: &[RedisString],
+    key_name: &Arg,
+    items: &[Arg],
     single: bool,
 ) -> Option<Reply> {
     get_mut(key)?;
@@ -468,8 +469,8 @@ pub fn add_existing(
 fn add(
     ctx: &Context,
     key: &RedisKeyWritable,
-    key_name: &RedisString,
-    items: &[RedisString],
+    key_name: &Arg,
+    items: &[Arg],
     explicit: Option<u64>,
     created: Option<&Params>,
 ) -> Reply {
@@ -520,7 +521,7 @@ fn add(
         replicate_insert(ctx, key_name, created, generation, &changed);
     }
     if !changed.is_empty() {
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", key_name);
+        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", &key_name.string());
     }
     Reply::Array(replies)
 }
@@ -537,7 +538,7 @@ fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
 /// Replicates `BF.INSERT key (NOCREATE | creation options) GENERATION g ITEMS items…`.
 fn replicate_insert(
     ctx: &Context,
-    key: &RedisString,
+    key: &Arg,
     created: Option<&Params>,
     generation: u64,
     items: &[&[u8]],
@@ -580,7 +581,7 @@ fn replicate_insert(
 
 /// The window path of BF.EXISTS (`single`) and BF.MEXISTS: `Some(reply)` when the key holds a
 /// window filter. Answers for the generations live now (see the module documentation).
-pub fn exists(key: &RedisKey, items: &[RedisString], single: bool) -> Option<Reply> {
+pub fn exists(key: &RedisKey, items: &[Arg], single: bool) -> Option<Reply> {
     let w = get(key)?;
     let g = w.generation_at(now_ms());
     let mut answers = items
@@ -598,7 +599,7 @@ pub fn exists(key: &RedisKey, items: &[RedisString], single: bool) -> Option<Rep
 /// bytes, Number of filters = layers of all kept generations, Number of items inserted =
 /// items of the generations live now, Expansion rate (nil when non-scaling). `WINDOW` asks
 /// for the window length in milliseconds.
-pub fn info(ctx: &Context, key: &RedisKey, args: &[RedisString]) -> Option<Reply> {
+pub fn info(ctx: &Context, key: &RedisKey, args: &[Arg]) -> Option<Reply> {
     let w = get(key)?;
     let n = |v: u64| Reply::Int(v.min(i64::MAX as u64) as i64);
     let all = [
@@ -676,7 +677,7 @@ pub fn debug(key: &RedisKey) -> Option<Reply> {
 
 /// The window path of BF.SCANDUMP: `Some` (after replying) when the key holds a window filter.
 /// Iterator 0 gives the window header, then chunks as a plain filter's.
-pub fn scandump(ctx: &Context, key: &RedisKey, iter_arg: &RedisString) -> Option<Reply> {
+pub fn scandump(ctx: &Context, key: &RedisKey, iter_arg: &Arg) -> Option<Reply> {
     let w = get(key)?;
     let Some(iter) = parse_i64(iter_arg.as_slice()) else {
         return Some(Reply::Error("Second argument must be numeric"));
@@ -698,7 +699,7 @@ pub fn scandump(ctx: &Context, key: &RedisKey, iter_arg: &RedisString) -> Option
 pub fn loadchunk(
     ctx: &Context,
     key: &RedisKeyWritable,
-    key_name: &RedisString,
+    key_name: &Arg,
     iter: i64,
     data: &[u8],
 ) -> Option<Reply> {
@@ -715,7 +716,7 @@ pub fn loadchunk(
     Some(match r {
         Ok(()) => {
             ctx.replicate_verbatim();
-            ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", key_name);
+            ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &key_name.string());
             Reply::Simple("OK")
         }
         Err(e) => e,

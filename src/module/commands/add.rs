@@ -4,13 +4,14 @@
 
 use super::create_filter;
 use crate::bloom::{AddError, AddOutcome};
+use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::config;
 use crate::module::memory::{abort_diverging, budget_for};
 use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
-use redis_module::{raw, Context, NotifyEvent, RedisString};
+use redis_module::{raw, Context, NotifyEvent};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_long, c_longlong};
 
@@ -51,12 +52,12 @@ enum Shape {
 /// On an existing filter this is the single-item path: no batch machinery and no heap
 /// allocation (the item is hashed and added in place; the reply, replication and keyspace
 /// event are the same as the shared add loop gives for one item).
-pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_add(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
     {
-        let key = ctx.open_key_writable(&args[1]);
+        let key = ctx.open_key_writable(&args[1].string());
         if let Lookup::Found(chain) = lookup_mut(&key) {
             let before = Footprint::of(chain);
             let h = chain.hash(args[2].as_slice());
@@ -90,12 +91,7 @@ pub fn bf_add(ctx: &Context, args: &[RedisString]) -> Reply {
 /// failure unless the chain cannot grow at all (counter at its maximum, or a next layer that
 /// sizes to nothing): abort rather than diverge (see [`abort_diverging`]). Returns for any
 /// other write.
-fn abort_if_growth_failed(
-    ctx: &Context,
-    chain: &crate::bloom::Chain,
-    command: &str,
-    key: &RedisString,
-) {
+fn abort_if_growth_failed(ctx: &Context, chain: &crate::bloom::Chain, command: &str, key: &Arg) {
     if chain.size < u64::MAX {
         if let Ok(p) = chain.next_layer_params() {
             abort_diverging(ctx, command, key.as_slice(), p.bytes);
@@ -113,7 +109,7 @@ fn add_error(e: AddError) -> Reply {
 
 /// Fires a module keyspace event without building a string (the crate's
 /// `notify_keyspace_event` allocates a C string per call).
-fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+fn notify(ctx: &Context, event: &CStr, key: &Arg) {
     // SAFETY: live context of the running command; `event` is NUL-terminated and `key.inner`
     // is a valid string, both outliving the call (Redis copies what it keeps).
     unsafe {
@@ -129,7 +125,7 @@ fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
 }
 
 /// BF.MADD: adds items; array reply, stopping after a `non scaling filter is full` error.
-pub fn bf_madd(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_madd(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() < 3 {
         return Reply::WrongArity;
     }
@@ -145,17 +141,17 @@ pub fn bf_madd(ctx: &Context, args: &[RedisString]) -> Reply {
 
 /// An argument as bytes: BF.INSERT's options are parsed in place, without a vector of all
 /// arguments (a batch of a million items would need 16 MB for it).
-trait Arg {
+trait ArgBytes {
     fn bytes(&self) -> &[u8];
 }
 
-impl Arg for RedisString {
+impl ArgBytes for crate::module::args::Arg {
     fn bytes(&self) -> &[u8] {
         self.as_slice()
     }
 }
 
-impl Arg for &[u8] {
+impl ArgBytes for &[u8] {
     fn bytes(&self) -> &[u8] {
         self
     }
@@ -164,16 +160,16 @@ impl Arg for &[u8] {
 /// Parses BF.INSERT's options (everything between the key and the first ITEMS, keywords
 /// matched as whole words in any order and case). Returns the creation parameters and the
 /// index (into `args`, which excludes the command name and key) of the first item.
-fn parse_insert<A: Arg>(args: &[A]) -> Result<(Creation, usize), Reply> {
+fn parse_insert<A: ArgBytes>(args: &[A]) -> Result<(Creation, usize), Reply> {
     let mut c = Creation::defaults();
     let mut i = 0;
     let mut expansion: i64 = i64::from(c.expansion);
     let mut capacity: i64 = c.capacity as i64;
     loop {
-        let Some(tok) = args.get(i).map(Arg::bytes) else {
+        let Some(tok) = args.get(i).map(ArgBytes::bytes) else {
             return Err(Reply::WrongArity);
         };
-        let value = args.get(i + 1).map(Arg::bytes);
+        let value = args.get(i + 1).map(ArgBytes::bytes);
         if is_keyword(tok, "ITEMS") {
             i += 1;
             break;
@@ -212,7 +208,7 @@ fn parse_insert<A: Arg>(args: &[A]) -> Result<(Creation, usize), Reply> {
 
 /// BF.INSERT: adds items, creating the filter with the given parameters when missing
 /// (unless NOCREATE: `ERR not found`). Array reply as BF.MADD.
-pub fn bf_insert(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_insert(ctx: &Context, args: &[Arg]) -> Reply {
     if let Some(r) = crate::module::window_type::insert(ctx, args) {
         return r;
     }
@@ -263,13 +259,13 @@ fn growth_budget(ctx: &Context, chain: &crate::bloom::Chain) -> u64 {
 /// values, and items are hashed [`HASH_BATCH`] at a time.
 fn add_items(
     ctx: &Context,
-    key_name: &RedisString,
-    items: &[RedisString],
+    key_name: &Arg,
+    items: &[Arg],
     creation: Creation,
     shape: Shape,
     command: &str,
 ) -> Reply {
-    let key = ctx.open_key_writable(key_name);
+    let key = ctx.open_key_writable(&key_name.string());
     let created = match lookup_mut(&key) {
         Lookup::WrongType => {
             let single = shape == Shape::Single;
@@ -425,7 +421,7 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
 /// integers, which Redis turns into strings itself.
 fn replicate_as_insert(
     ctx: &Context,
-    key: &RedisString,
+    key: &Arg,
     c: &Creation,
     items: Vec<*mut raw::RedisModuleString>,
 ) {

@@ -2,18 +2,19 @@
 
 use crate::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header, ChunkError};
 use crate::module::args::parse_i64;
+use crate::module::args::Arg;
 use crate::module::bloom_type::{existing, lookup_mut, store_new, Lookup};
 use crate::module::memory::{abort_diverging, with_budget};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
-use redis_module::{Context, NotifyEvent, RedisString};
+use redis_module::{Context, NotifyEvent};
 
 /// BF.SCANDUMP: `[next_iter, data]`: iterator 0 gives `[1, header]`, then chunks of at most
 /// 16 MiB that never cross a layer, then `[0, ""]`. The key is checked before the iterator.
-pub fn bf_scandump(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_scandump(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     if let Some(r) = crate::module::window_type::scandump(ctx, &key, &args[2]) {
         return r;
     }
@@ -43,7 +44,7 @@ pub fn bf_scandump(ctx: &Context, args: &[RedisString]) -> Reply {
 /// header over the memory budget), `ERR invalid offset - no link found`,
 /// `ERR invalid chunk - Too big for current filter`. A replicated or loaded header that cannot
 /// be allocated aborts the server (see `memory::abort_diverging`).
-pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 4 {
         return Reply::WrongArity;
     }
@@ -51,7 +52,7 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
         return Reply::Error("ERR Second argument must be numeric");
     };
     let data = args[3].as_slice();
-    let key = ctx.open_key_writable(&args[1]);
+    let key = ctx.open_key_writable(&args[1].string());
     if let Some(r) = crate::module::window_type::loadchunk(ctx, &key, &args[1], iter, data) {
         return r;
     }
@@ -90,7 +91,7 @@ pub fn bf_loadchunk(ctx: &Context, args: &[RedisString]) -> Reply {
         }
     }
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &args[1]);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &args[1].string());
     Reply::Simple("OK")
 }
 

@@ -2,11 +2,12 @@
 //! A missing key, or a key of another type (a RedisBloom quirk kept on purpose), answers 0.
 
 use crate::bloom::Chain;
+use crate::module::args::Arg;
 use crate::module::bloom_type::{lookup, Lookup};
 use crate::module::reply::{send, send_array_header, Reply};
-use redis_module::{Context, RedisString};
+use redis_module::Context;
 
-fn contains(chain: Option<&Chain>, item: &RedisString) -> bool {
+fn contains(chain: Option<&Chain>, item: &Arg) -> bool {
     chain.is_some_and(|c| c.contains(item.as_slice()))
 }
 
@@ -18,11 +19,11 @@ fn open(key: &redis_module::key::RedisKey) -> Option<&Chain> {
 }
 
 /// BF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).
-pub fn bf_exists(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_exists(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     let chain = open(&key);
     if chain.is_none() {
         if let Some(r) = crate::module::window_type::exists(&key, &args[2..], true) {
@@ -33,11 +34,11 @@ pub fn bf_exists(ctx: &Context, args: &[RedisString]) -> Reply {
 }
 
 /// BF.MEXISTS: one answer per item, as an array.
-pub fn bf_mexists(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() < 3 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     let chain = open(&key);
     let items = &args[2..];
     if chain.is_none() {

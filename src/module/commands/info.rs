@@ -4,9 +4,10 @@
 use crate::bloom::layer::OPT_FORCE64;
 use crate::bloom::Chain;
 use crate::module::args::is_keyword;
+use crate::module::args::Arg;
 use crate::module::bloom_type::{existing, lookup, Lookup};
 use crate::module::reply::{Reply, WRONGTYPE};
-use redis_module::{Context, ContextFlags, RedisString};
+use redis_module::{Context, ContextFlags};
 
 /// The five BF.INFO fields: (token, reply key, value).
 fn fields(chain: &Chain) -> [(&'static str, &'static str, Reply); 5] {
@@ -31,11 +32,11 @@ fn fields(chain: &Chain) -> [(&'static str, &'static str, Reply); 5] {
 /// BF.INFO: all five fields (RESP2 flat array of pairs in a fixed order, RESP3 map), or one
 /// field (RESP2 one-element array, RESP3 one-entry map). Errors: `ERR not found`, WRONGTYPE,
 /// `Invalid information value`.
-pub fn bf_info(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_info(ctx: &Context, args: &[Arg]) -> Reply {
     if !(2..=3).contains(&args.len()) {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     if let Some(r) = crate::module::window_type::info(ctx, &key, args) {
         return r;
     }
@@ -61,11 +62,11 @@ pub fn bf_info(ctx: &Context, args: &[RedisString]) -> Reply {
 }
 
 /// BF.CARD: items added (0 for a missing key; WRONGTYPE for another type).
-pub fn bf_card(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_card(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 2 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     match lookup(&key) {
         Lookup::Found(c) => Reply::Int(c.size.min(i64::MAX as u64) as i64),
         Lookup::Missing => Reply::Int(0),
@@ -77,11 +78,11 @@ pub fn bf_card(ctx: &Context, args: &[RedisString]) -> Reply {
 
 /// BF.DEBUG: `size:<items>` then one line per layer, oldest first:
 /// `bytes:… bits:… hashes:… hashwidth:64|32 capacity:… size:… ratio:<error as %g>`.
-pub fn bf_debug(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_debug(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 2 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1]);
+    let key = ctx.open_key(&args[1].string());
     if let Some(r) = crate::module::window_type::debug(&key) {
         return r;
     }

@@ -3,10 +3,11 @@
 //! capacity, unknown trailing arguments and expansions ≥ 2^32 are errors).
 
 use super::create_filter;
+use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::reply::{Reply, WRONGTYPE};
-use redis_module::{Context, NotifyEvent, RedisString};
+use redis_module::{Context, NotifyEvent};
 
 /// Validated BF.RESERVE arguments.
 #[derive(Debug, PartialEq)]
@@ -61,7 +62,7 @@ fn parse(args: &[&[u8]]) -> Result<ReserveArgs, Reply> {
 }
 
 /// BF.RESERVE: creates an empty filter. Replies `+OK`; replicated verbatim.
-pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
+pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
     if let Some(r) = crate::module::window_type::reserve(ctx, args) {
         return r;
     }
@@ -73,7 +74,7 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         Ok(r) => r,
         Err(e) => return e,
     };
-    let key = ctx.open_key_writable(&args[1]);
+    let key = ctx.open_key_writable(&args[1].string());
     match lookup_mut(&key) {
         Lookup::Found(_) => return Reply::Error("ERR item exists"),
         // A window filter is a filter too: RESERVE over it says so, as over a plain one.
@@ -93,7 +94,7 @@ pub fn bf_reserve(ctx: &Context, args: &[RedisString]) -> Reply {
         return e;
     }
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1]);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
     Reply::Simple("OK")
 }
 
