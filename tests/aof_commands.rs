@@ -54,7 +54,7 @@ fn aof_holds_exactly_the_added_items() {
     for line in [
         "BF.MADD auto a b a",
         "BF.ADD auto a",    // changes nothing
-        "BF.MADD auto a c", // only c is new
+        "BF.MADD auto a c", // only c is new: replicated as sent (nothing refused)
         "BF.RESERVE full 0.01 2 NONSCALING",
         "BF.MADD full x y z w", // z: full, w: not processed
         "BF.MADD full x q",     // nothing added
@@ -64,7 +64,7 @@ fn aof_holds_exactly_the_added_items() {
     }
     let expected: Vec<Vec<String>> = [
         "BF.INSERT auto CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS a b",
-        "BF.MADD auto c",
+        "BF.MADD auto a c",
         "BF.RESERVE full 0.01 2 NONSCALING",
         "BF.MADD full x y",
         "BF.INSERT ins CAPACITY 5 ERROR 0.1 EXPANSION 2 ITEMS m n",

@@ -230,7 +230,7 @@ pub fn bf_insert(ctx: &Context, args: &[Arg]) -> Reply {
 
 /// Items hashed at a time by the add loop: bounds the transient memory of a batch of any
 /// length (16 bytes of hash per item) while keeping the look-ahead of `Chain::add_many`.
-const HASH_BATCH: usize = 1024;
+pub(crate) const HASH_BATCH: usize = 1024;
 
 /// One bit per item of a batch: which items were added.
 struct ItemSet(Vec<u64>);
@@ -311,6 +311,7 @@ fn add_items(
     }
     let mut added = ItemSet::new(items.len());
     let mut added_count = 0usize;
+    let mut refused = false;
     let mut sent = 0usize;
     let mut single = Reply::Bool(false);
     let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
@@ -346,6 +347,7 @@ fn add_items(
                 }
             },
         );
+        refused |= full || cannot_grow;
         if cannot_grow {
             abort_if_growth_failed(ctx, chain, command, key_name);
         }
@@ -358,11 +360,13 @@ fn add_items(
         unsafe { raw::RedisModule_ReplySetArrayLength.unwrap()(ctx.get_raw(), sent as c_long) };
     }
     stats::filter_changed(before, chain);
-    // Replicas and the AOF get exactly the items that were added (`docs/commands.md` ("Replication and AOF")): items that
-    // were already present change nothing, and items refused here (a full filter, a growth
-    // over a memory limit) must not be added by a replica or a replay that is not limited.
-    // Starting from the same state, the same items give the same bits. The replicated command
-    // shares the client's argument strings (no copy of the items).
+    // What replicas and the AOF get (`docs/commands.md` ("Replication and AOF")): items
+    // refused here (a full filter, a growth over a memory limit) must not be added by a
+    // replica or a replay that is not limited, so when any was refused only the added items
+    // are replicated; otherwise the command as sent, since items already present change
+    // nothing on a replica in the same state (the same items in the same order give the same
+    // bits), and Redis then copies no argument list. The rewritten command shares the
+    // client's argument strings (no copy of the items).
     let added_items = || {
         items
             .iter()
@@ -379,7 +383,7 @@ fn add_items(
         };
         replicate_as_insert(ctx, key_name, &creation, replicated);
         notify(ctx, c"bf.reserve", key_name);
-    } else if added_count == items.len() {
+    } else if added_count > 0 && !refused {
         ctx.replicate_verbatim();
     } else if added_count > 0 {
         let argv: Vec<_> = std::iter::once(key_name.inner)

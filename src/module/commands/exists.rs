@@ -4,6 +4,7 @@
 use crate::bloom::Chain;
 use crate::module::args::Arg;
 use crate::module::bloom_type::{lookup, Lookup};
+use crate::module::commands::add::HASH_BATCH;
 use crate::module::reply::{send, send_array_header, Reply};
 use redis_module::Context;
 
@@ -50,10 +51,15 @@ pub fn bf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
     match chain {
         None => items.iter().for_each(|_| send(ctx, &Reply::Bool(false))),
         Some(c) => {
-            // Hash the whole batch first, then test it with prefetching a few items ahead
-            // (Chain::contains_many, software pipelining).
-            let hashes: Vec<_> = items.iter().map(|i| c.hash(i.as_slice())).collect();
-            c.contains_many(&hashes, |_, present| send(ctx, &Reply::Bool(present)));
+            // Hash HASH_BATCH items at a time, then test them with prefetching a few items
+            // ahead (Chain::contains_many, software pipelining); the batch bounds the memory
+            // of a command of any length (16 bytes of hash per item).
+            let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
+            for batch in items.chunks(HASH_BATCH) {
+                hashes.clear();
+                hashes.extend(batch.iter().map(|i| c.hash(i.as_slice())));
+                c.contains_many(&hashes, |_, present| send(ctx, &Reply::Bool(present)));
+            }
         }
     }
     Reply::Sent
