@@ -376,3 +376,45 @@ fn noeviction_counts_the_allocator_size_class() {
     assert_eq!(r, "OK");
     assert!(used_memory(&mut con) <= used + 1_450_000_000);
 }
+
+/// Under `ulimit -v` (RLIMIT_AS) a primary refuses what its address space cannot take, with the
+/// usual errors, instead of meeting the allocator's out-of-memory abort (Redis 7.0 has no
+/// TryCalloc); what fits is still created, and a refused growth refuses the rest of the batch
+/// at once.
+#[test]
+fn address_space_limit_refuses_cleanly() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let mut t = common::Steps::on(server.conn());
+    t.ok("BF.RESERVE g 0.01 100000 EXPANSION 2000");
+    common::limit_address_space(&mut con, 128 << 20);
+    // About 240 MB and 120 MB of bit array against 128 MiB of address space.
+    t.steps(
+        r#"
+        BF.RESERVE big 0.01 200000000   -> (error) ERR Insufficient memory to create filter
+        BF.INSERT big2 CAPACITY 100000000 ITEMS a -> (error) ERR Insufficient memory to create filter
+        EXISTS big big2                 -> 0
+        BF.RESERVE small 0.01 100000    -> OK
+        BF.ADD small x                  -> 1
+        PING                            -> PONG
+        "#,
+    );
+    drop(t);
+    // g's next layer holds 200 000 000 items (about 240 MB): every new item past its capacity
+    // is refused, and the command ends quickly (no memory read per item).
+    let items: Vec<String> = (0..120_000).map(|i| format!("i{i}")).collect();
+    let mut args: Vec<&[u8]> = vec![b"BF.MADD", b"g"];
+    args.extend(items.iter().map(|i| i.as_bytes()));
+    let reply = String::from_utf8(common::raw_command(server.port, false, &args)).unwrap();
+    let refused = reply
+        .matches("-ERR problem inserting into filter\r\n")
+        .count();
+    assert!(refused > 10_000, "{refused} refused");
+    let layers: Vec<i64> = common::cmd("BF.INFO g FILTERS").query(&mut con).unwrap();
+    assert_eq!(layers, vec![1]);
+    assert!(server_alive(&mut con));
+}
+
+fn server_alive(con: &mut Connection) -> bool {
+    common::cmd("PING").query::<String>(con).is_ok()
+}

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{attach_replica, exits_within, info_str, proc_vm_bytes, Server};
+use common::{attach_replica, exits_within, info_str, Server};
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -19,15 +19,7 @@ const BIG_CAPACITY: u64 = 172_000_000;
 
 /// Limits the address space of the server behind `con` to its current size plus `HEADROOM`.
 fn limit_memory(con: &mut Connection) {
-    let pid = info_str(con, "server", "process_id");
-    let limit = proc_vm_bytes(&pid, "VmSize") + HEADROOM;
-    let out = std::process::Command::new("prlimit")
-        .arg("--pid")
-        .arg(&pid)
-        .arg(format!("--as={limit}:{limit}"))
-        .output()
-        .expect("prlimit (util-linux) is needed");
-    assert!(out.status.success(), "prlimit: {out:?}");
+    common::limit_address_space(con, HEADROOM);
 }
 
 /// Waits until the primary's write reached its replica (`WAIT 1`), or the timeout.

@@ -265,20 +265,31 @@ impl Chain {
             if params.bytes > budget(self) {
                 return Err(AddError::CannotGrow);
             }
-            let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
-            let mut layers = Vec::new();
-            layers
-                .try_reserve_exact(self.layers.len() + 1)
-                .map_err(|_| AddError::CannotGrow)?;
-            layers.extend(std::mem::take(&mut self.layers).into_vec());
-            layers.push(layer);
-            self.layers = layers.into_boxed_slice();
+            self.push_layer(params)?;
         }
         let last = self.layers.last_mut().ok_or(AddError::CannotGrow)?;
         last.set(h);
         last.size += 1;
         self.size += 1;
         Ok(AddOutcome::Added)
+    }
+
+    /// Appends an empty layer of shape `params` (its bit array lazily zeroed). Nothing changes
+    /// on error. Window filters use it to grow a generation with a layer larger than
+    /// [`Chain::next_layer_params`] (see `window::min_generation_bits`).
+    ///
+    /// Errors: [`AddError::CannotGrow`] when the bit array or the new layer table cannot be
+    /// allocated.
+    pub fn push_layer(&mut self, params: LayerParams) -> Result<(), AddError> {
+        let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
+        let mut layers = Vec::new();
+        layers
+            .try_reserve_exact(self.layers.len() + 1)
+            .map_err(|_| AddError::CannotGrow)?;
+        layers.extend(std::mem::take(&mut self.layers).into_vec());
+        layers.push(layer);
+        self.layers = layers.into_boxed_slice();
+        Ok(())
     }
 
     /// Parameters of the layer the chain would append next: capacity = newest `entries` ×

@@ -92,6 +92,18 @@ pub fn min_generation_bits(error: f64) -> u64 {
     }
 }
 
+/// `p` with its bit count raised to [`min_generation_bits`] of a window of `error` when smaller
+/// (capacity, error and hash count unchanged): every layer of a generation, the first and
+/// those it grows under a burst.
+fn at_least_min_bits(mut p: LayerParams, error: f64) -> LayerParams {
+    let min = min_generation_bits(error);
+    if p.bits < min {
+        p.bytes = min.div_ceil(64) * 8;
+        p.bits = p.bytes * 8;
+    }
+    p
+}
+
 /// First 8 bytes of a window filter's SCANDUMP header. A RedisBloom-format reader takes them
 /// as the chain's item count and then reads a layer count of 0 at bytes 8..12, which every
 /// RedisBloom-format reader refuses (`ERR received bad data`), so a window dump can never be
@@ -192,17 +204,12 @@ impl Window {
     ///
     /// Errors: [`LayerError::Invalid`] for parameters that size no layer.
     pub fn generation_params(&self) -> Result<LayerParams, LayerError> {
-        let mut p = LayerParams::for_capacity(
+        let p = LayerParams::for_capacity(
             self.capacity.div_ceil(SLICES),
             self.error / ERROR_DIVISOR,
             self.chain_options(),
         )?;
-        let min = min_generation_bits(self.error);
-        if p.bits < min {
-            p.bytes = min.div_ceil(64) * 8;
-            p.bits = p.bytes * 8;
-        }
-        Ok(p)
+        Ok(at_least_min_bits(p, self.error))
     }
 
     /// The generation containing `now_ms` for this window.
@@ -291,8 +298,21 @@ impl Window {
                 },
             ));
         }
+        let error = self.error;
         let (_, chain) = self.gens.last_mut().ok_or(AddError::CannotGrow)?;
         let others = existing.saturating_sub(chain.bit_array_bytes());
+        // The item is not in this generation (checked above), so it will be added: a full
+        // scaling generation grows now, with at least the minimum bit count.
+        if chain.needs_new_layer() && !chain.is_nonscaling() && chain.size < u64::MAX {
+            let params = chain
+                .next_layer_params()
+                .map(|p| at_least_min_bits(p, error))
+                .map_err(|_| AddError::CannotGrow)?;
+            if params.bytes > budget(others + chain.bit_array_bytes()) {
+                return Err(AddError::CannotGrow);
+            }
+            chain.push_layer(params)?;
+        }
         let r = chain.add_hashed_with(h, |c| budget(others + c.bit_array_bytes()));
         if r.is_err() && chain.size == 0 && !newest_is_current {
             // Leave no empty generation behind an error: state as before (but advanced).
@@ -427,7 +447,8 @@ fn u64_at(data: &[u8], pos: &mut usize) -> Result<u64, ChunkError> {
 /// header gets every check of [`dump::decode_header`].
 ///
 /// Errors: [`ChunkError::BadData`] for any violation (wrong magic or version, trailing or
-/// missing bytes, more than [`LIVE`] generations, inconsistent parameters, over `max_bytes`).
+/// missing bytes, more than [`LIVE`] generations, inconsistent parameters);
+/// [`ChunkError::OutOfMemory`] for a well-formed header whose arrays exceed `max_bytes`.
 pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> {
     if data.len() < HEADER_FIXED_BYTES || !is_window_header(data) {
         return Err(ChunkError::BadData);
@@ -474,8 +495,12 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
         }
         parts.push((n, h));
     }
-    if pos != data.len() || total > max_bytes {
+    if pos != data.len() {
         return Err(ChunkError::BadData);
+    }
+    if total > max_bytes {
+        // As for a plain header: a well-formed dump that does not fit the memory budget.
+        return Err(ChunkError::OutOfMemory);
     }
     let mut w = Window {
         window_ms,
@@ -696,6 +721,25 @@ mod tests {
         assert!(rate <= 0.001, "false-positive rate {rate}");
     }
 
+    /// A burst (40 times a quarter's capacity in one generation) grows layers that all have
+    /// the minimum bit count, so the rate stays within the error even then. With the plain
+    /// growth rule the layers were 448 and 896 bits and the rate 0.0136.
+    #[test]
+    fn burst_growth_layers_get_the_minimum_bit_array() {
+        let mut w = Window::new(1000, 40, 0.001, 2, false, 0).unwrap();
+        for i in 0..400 {
+            add(&mut w, format!("burst:{i}").as_bytes(), 0).unwrap();
+        }
+        let chain = &w.gens[0].1;
+        assert!(chain.layers.len() > 3, "{} layers", chain.layers.len());
+        assert!(chain.layers.iter().all(|l| l.params.bits >= 64_000));
+        let probes = 200_000;
+        let fp = (0..probes)
+            .filter(|i| has(&w, format!("probe:{i}").as_bytes(), 0))
+            .count();
+        assert!(fp as f64 / probes as f64 <= 0.001, "{fp} false positives");
+    }
+
     #[test]
     fn kept_for_a_window_forgotten_by_five_quarters() {
         let mut w = Window::new(1000, 100, 0.01, 2, false, 0).unwrap();
@@ -844,9 +888,10 @@ mod tests {
         let mut longer = h.clone();
         longer.push(0);
         assert_eq!(decode_header(&longer, u64::MAX), Err(ChunkError::BadData));
+        // A well-formed header over the budget: out of memory, as a plain header.
         assert_eq!(
             decode_header(&h, w.bit_array_bytes() - 1),
-            Err(ChunkError::BadData)
+            Err(ChunkError::OutOfMemory)
         );
         assert!(decode_header(&h, w.bit_array_bytes()).is_ok());
         // Flip every byte of the fixed part: each is either refused or still consistent.

@@ -64,9 +64,10 @@ fn quick_budget(ctx: &Context, existing_bytes: u64) -> Result<u64, u64> {
 /// - 15/16 of `total_system_memory`, less `used_memory` (which counts every bit array whole,
 ///   touched or not: new arrays are lazily zeroed and take RAM only as bits are set),
 /// - when `maxmemory` is set: `maxmemory − existing_bytes` under an eviction policy, and
-///   `maxmemory − (used_memory − mem_not_counted_for_evict)` under `noeviction`.
+///   `maxmemory − (used_memory − mem_not_counted_for_evict)` under `noeviction`;
+/// - under `ulimit -v` (`RLIMIT_AS`): 15/16 of the address space left (limit − `VmSize`).
 ///
-/// Reads `INFO memory` and `/proc/meminfo`: use [`budget_for`] or [`with_budget`], which skip
+/// Reads `INFO memory`, `/proc/meminfo` and `/proc/self/status`: use [`budget_for`] or [`with_budget`], which skip
 /// that for small arrays.
 pub fn new_array_budget(ctx: &Context, existing_bytes: u64) -> u64 {
     let flags = ctx.get_flags();
@@ -107,9 +108,13 @@ fn exact_budget(ctx: &Context, flags: &ContextFlags, existing_bytes: u64) -> u64
         0 => u64::MAX,
         total => largest_size_class_at_most((total - total / 16).saturating_sub(used)),
     };
+    // Under `ulimit -v`, jemalloc also needs room to map the array (an extent of its own for a
+    // large one): keep 1/16 of what is left for that and for everyone else.
+    let address_space = address_space_left().map_or(u64::MAX, |left| left - left / 16);
     maxmemory
         .min(available - available / 16)
         .min(machine)
+        .min(address_space)
         .min(config::max_filter_bytes().saturating_sub(existing_bytes))
 }
 
@@ -193,6 +198,28 @@ fn memory_info<const N: usize>(ctx: &Context, names: &[&CStr; N]) -> [u64; N] {
 
 /// `MemAvailable` of `/proc/meminfo` in bytes (Linux), the kernel's estimate of memory that can
 /// be allocated without swapping.
+/// Address space the process may still map under `RLIMIT_AS` (`ulimit -v`): the limit less
+/// `VmSize` from `/proc/self/status`, or `None` when there is no limit (or it cannot be
+/// read). Without this, a server started under `ulimit -v` would pass the budget and then
+/// meet the allocator's own out-of-memory abort on Redis 7.0–7.2, which have no
+/// `RedisModule_TryCalloc`.
+fn address_space_left() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the valid, writable struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(limit.rlim_cur.saturating_sub(kib.saturating_mul(1024)))
+}
+
 fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;

@@ -254,10 +254,20 @@ fn parse_reserve(args: &[&[u8]], internal: bool) -> Result<(Params, Option<u64>)
     };
     let mut expansion = None;
     let mut generation = None;
+    let mut seen = [false; 4];
     let mut i = 2;
     while i < args.len() {
         let tok = args[i];
         let value = args.get(i + 1).copied();
+        let option = ["NONSCALING", "WINDOW", "EXPANSION", "GENERATION"]
+            .iter()
+            .position(|k| is_keyword(tok, k));
+        if let Some(o) = option {
+            if std::mem::replace(&mut seen[o], true) {
+                // As a plain BF.RESERVE, where a repeated option makes the command too long.
+                return Err(Reply::WrongArity);
+            }
+        }
         if is_keyword(tok, "NONSCALING") {
             p.nonscaling = true;
             i += 1;
@@ -488,10 +498,20 @@ fn add(
     let advanced = g > w.generation;
     free_elsewhere(w.advance(g));
     let mut replies = Vec::with_capacity(items.len());
+    let mut growth_refused = false;
     let mut changed: Vec<&[u8]> = Vec::new();
     for item in items {
         let h = Window::hash(item.as_slice());
-        let r = w.add_hashed(&h, g, |existing| new_array_budget(ctx, existing));
+        // After a refused array, later items needing one are refused at once (budget 0)
+        // rather than reading the memory numbers again for each.
+        let r = w.add_hashed(&h, g, |existing| {
+            if growth_refused {
+                0
+            } else {
+                new_array_budget(ctx, existing)
+            }
+        });
+        growth_refused |= r == Err(AddError::CannotGrow);
         replies.push(match r {
             Ok(WindowAdd::New) => {
                 changed.push(item.as_slice());
@@ -869,6 +889,17 @@ mod tests {
         );
         let (_, g) = parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), true).unwrap();
         assert_eq!(g, Some(5));
+        for repeated in [
+            "0.01 100 WINDOW 10 WINDOW 20",
+            "0.01 100 WINDOW 10 EXPANSION 2 EXPANSION 3",
+            "0.01 100 NONSCALING WINDOW 10 nonscaling",
+        ] {
+            assert_eq!(
+                parse_reserve(&split(repeated), false).unwrap_err(),
+                Reply::WrongArity,
+                "{repeated}"
+            );
+        }
     }
 
     #[test]

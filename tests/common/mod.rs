@@ -856,6 +856,20 @@ pub fn proc_vm_bytes(pid: impl std::fmt::Display, name: &str) -> u64 {
     proc_number(pid, "status", name) * 1024
 }
 
+/// Limits the address space (`RLIMIT_AS`, as `ulimit -v`) of the server behind `con` to its
+/// current `VmSize` plus `headroom` bytes, with `prlimit` (util-linux).
+pub fn limit_address_space(con: &mut redis::Connection, headroom: u64) {
+    let pid = info_str(con, "server", "process_id");
+    let limit = proc_vm_bytes(&pid, "VmSize") + headroom;
+    let out = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(&pid)
+        .arg(format!("--as={limit}:{limit}"))
+        .output()
+        .expect("prlimit (util-linux) is needed");
+    assert!(out.status.success(), "prlimit: {out:?}");
+}
+
 /// Waits up to `timeout` for the server process to exit; true if it did.
 pub fn exits_within(server: &mut Server, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;

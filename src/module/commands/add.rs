@@ -312,6 +312,9 @@ fn add_items(
     let mut added = ItemSet::new(items.len());
     let mut added_count = 0usize;
     let mut refused = false;
+    // Once a growth was refused, every later new item would need the same growth: refuse it
+    // at once instead of reading the memory numbers again for each item (a budget of 0).
+    let growth_refused = std::cell::Cell::new(false);
     let mut sent = 0usize;
     let mut single = Reply::Bool(false);
     let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
@@ -321,7 +324,13 @@ fn add_items(
         let (mut full, mut cannot_grow) = (false, false);
         chain.add_many(
             &hashes,
-            |c| growth_budget(ctx, c),
+            |c| {
+                if growth_refused.get() {
+                    0
+                } else {
+                    growth_budget(ctx, c)
+                }
+            },
             |i, r| {
                 let reply = match r {
                     Ok(AddOutcome::Added) => {
@@ -336,6 +345,7 @@ fn add_items(
                     }
                     Err(AddError::CannotGrow) => {
                         cannot_grow = true;
+                        growth_refused.set(true);
                         Reply::Error("ERR problem inserting into filter")
                     }
                 };
