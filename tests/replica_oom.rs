@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{attach_replica, exits_within, info_str, Server};
+use common::{attach_replica, exits_within, Server};
 use redis::{Connection, Value};
 use std::time::Duration;
 
