@@ -482,17 +482,21 @@ fn hostile_window_dumps_are_refused() {
         }
         bad_headers.push(b);
     }
-    // A generation announcing 2^60 bytes.
-    let mut huge = header.clone();
-    huge[64 + 12 + 20..64 + 12 + 28].copy_from_slice(&(1u64 << 60).to_le_bytes());
-    huge[64 + 12 + 28..64 + 12 + 36].copy_from_slice(&(1u64 << 63).to_le_bytes());
-    bad_headers.push(huge);
     for b in &bad_headers {
         let r: redis::RedisResult<String> =
             common::cmd("BF.LOADCHUNK bad 1").arg(b).query(&mut con);
         let e = r.expect_err("hostile header accepted").to_string();
         assert!(e.contains("received bad data"), "{e}");
     }
+    // A generation announcing 2^60 bytes (a consistent layer): refused before any allocation,
+    // as too big for memory, as a plain header is.
+    let mut huge = header.clone();
+    huge[64 + 12 + 20..64 + 12 + 28].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    huge[64 + 12 + 28..64 + 12 + 36].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    let r: redis::RedisResult<String> =
+        common::cmd("BF.LOADCHUNK bad 1").arg(&huge).query(&mut con);
+    let e = r.expect_err("huge header accepted").to_string();
+    assert!(e.contains("Insufficient memory to create filter"), "{e}");
     let exists: i64 = common::cmd("EXISTS bad").query(&mut con).unwrap();
     assert_eq!(exists, 0);
     // Chunks out of range.
