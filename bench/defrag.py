@@ -7,7 +7,10 @@ Needs a server built with Redis' own jemalloc (Debian's redis-server refuses `ac
 
 Usage: defrag.py --server REDIS_SERVER --module LABEL=SO [--module ...] [--filters 200000]
                  [--keep-every 2] [--seconds 60] [--step 10]
-A module path of `redisbloom:PATH` loads that module instead (a reference run).
+A label starting with `redisbloom` loads that module instead (a reference run); a label
+starting with `strings` loads the given module but stores Redis strings instead of filters, one
+per key with the size of that filter's bit array (140 to 1 384 bytes): what the server's own
+defragmentation reaches on the same pattern, without any module allocation.
 Same settings on every side: active-defrag-ignore-bytes 1mb, active-defrag-threshold-lower 5,
 everything else the server's defaults.
 """
@@ -39,6 +42,13 @@ def run(server_bin, label, module, filters, keep_every, seconds, step):
         for start in range(0, filters, batch):
             n = 0
             for i in range(start, min(filters, start + batch)):
+                if label.startswith("strings"):
+                    # The bit array of BF.RESERVE … 0.01 <capacity>: 11.03 bits an item (the
+                    # first layer's 0.005), rounded up to 8-byte words.
+                    size = (int((100 + i % 901) * 11.0297) + 63) // 64 * 8
+                    con.send("SET", "user:%d" % i, b"x" * size)
+                    n += 1
+                    continue
                 con.send("BF.RESERVE", "user:%d" % i, 0.01, 100 + i % 901)
                 con.send("BF.ADD", "user:%d" % i, "first")
                 n += 2
@@ -57,7 +67,7 @@ def run(server_bin, label, module, filters, keep_every, seconds, step):
         while True:
             time.sleep(step)
             m, st = info(con, "memory"), info(con, "stats")
-            bf = info(con, "bf") if not label.startswith("redisbloom") else {}
+            bf = info(con, "bf") if not label.startswith(("redisbloom", "strings")) else {}
             el = time.time() - t0
             print("%-10s t=%3.0fs allocator_frag_ratio %s active_defrag_hits %s misses %s%s" % (
                 label, el, m["allocator_frag_ratio"], st["active_defrag_hits"],

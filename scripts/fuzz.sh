@@ -9,7 +9,8 @@
 #   args          the module's integer and double parsers (round trips with their printed text)
 #   window_value  window::decode_header and window::load (window filters' dump header and RDB value)
 #
-# The seed corpus is generated from tests/data/golden-vectors.json by fuzz/make_seeds.py into
+# The seed corpus is generated from tests/data/golden-vectors.json (and, for window_value, real
+# window filters from the core's `window_seeds` example) by fuzz/make_seeds.py into
 # fuzz/corpus/<target>/ (kept between runs, ignored by git); crashes land in
 # fuzz/artifacts/<target>/ and make the script fail. Reproduce one with
 #   cargo fuzz run -O -s none <target> fuzz/artifacts/<target>/<file>
