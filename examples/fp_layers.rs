@@ -74,8 +74,8 @@ fn breakdown(chain: &Chain, probes: u64) {
         let h = chain.hash(format!("breakdown:probe:{j}").as_bytes());
         let mut hit = false;
         for (i, layer) in chain.layers.iter().enumerate() {
-            let m = layer.params.modulus();
-            let k = u64::from(layer.params.hashes);
+            let m = layer.params().modulus();
+            let k = u64::from(layer.params().hashes);
             let distinct: HashSet<u64> = (0..k).map(|x| h.position(x, m)).collect();
             let degenerate = (distinct.len() as u64) < k;
             repeated[i] += u64::from(degenerate);
@@ -94,7 +94,7 @@ fn breakdown(chain: &Chain, probes: u64) {
         "    layer  entries   fill      bits   k    target  predicted   measured  (from repeated positions; share of such probes)"
     );
     for (i, layer) in chain.layers.iter().enumerate() {
-        let lp = &layer.params;
+        let lp = &layer.params();
         let k = f64::from(lp.hashes);
         let predicted = (1.0 - (-k * layer.size as f64 / lp.bits as f64).exp()).powf(k);
         predicted_miss *= 1.0 - predicted;

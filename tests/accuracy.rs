@@ -109,8 +109,8 @@ fn fill_estimate(chain: &Chain) -> f64 {
         .iter()
         .map(|l| {
             let ones: u32 = l.data.iter().map(|b| b.count_ones()).sum();
-            let rho = f64::from(ones) / l.params.modulus() as f64;
-            1.0 - rho.powi(l.params.hashes as i32)
+            let rho = f64::from(ones) / l.params().modulus() as f64;
+            1.0 - rho.powi(l.params().hashes as i32)
         })
         .product();
     1.0 - miss

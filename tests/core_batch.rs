@@ -23,7 +23,7 @@ fn fill_half(layer: &mut Layer, size: u64, seed: u64) {
 /// `room` items short of full, so a batch also makes it grow a third layer.
 fn big_chain(room: u64) -> Chain {
     let mut c = Chain::new(1_000_000, 0.01, 2, false, u64::MAX).unwrap();
-    let entries = c.layers[0].params.entries;
+    let entries = c.layers[0].params().entries;
     fill_half(&mut c.layers[0], entries, 1);
     let second = c.next_layer_params().unwrap();
     c.layers = [c.layers[0].clone(), Layer::new(second).unwrap()].into();
@@ -175,7 +175,7 @@ fn batched_add_equals_item_by_item_on_prefetched_layers() {
 #[test]
 fn batched_add_on_full_nonscaling_prefetched_layer_stops_at_first_full() {
     let mut chain = Chain::new(1_000_000, 0.01, 2, true, u64::MAX).unwrap();
-    let entries = chain.layers[0].params.entries;
+    let entries = chain.layers[0].params().entries;
     fill_half(&mut chain.layers[0], entries - 3, 9);
     chain.size = entries - 3;
     let (outcomes, full) = add_both(&chain, &items(100, 100), u64::MAX);

@@ -378,7 +378,7 @@ fn check_vector_core(name: &str) {
     assert_eq!(decoded.growth, chain.growth);
     assert_eq!(decoded.layers.len(), chain.layers.len());
     for (d, l) in decoded.layers.iter().zip(&chain.layers) {
-        assert_eq!(d.params, l.params, "{name}: decoded layer params");
+        assert_eq!(d.params(), l.params(), "{name}: decoded layer params");
         assert_eq!(d.size, l.size, "{name}: decoded layer size");
         assert!(d.data.iter().all(|b| *b == 0));
     }
@@ -431,12 +431,15 @@ fn check_vector_core(name: &str) {
     let links = gv["links"].as_array().unwrap();
     assert_eq!(chain.layers.len(), links.len(), "{name}: layer count");
     for (l, want) in chain.layers.iter().zip(links) {
-        assert_eq!(l.params.entries, want["entries"].as_u64().unwrap());
-        assert_eq!(l.params.error, want["error"].as_f64().unwrap());
-        assert_eq!(l.params.bpe, want["bpe"].as_f64().unwrap());
-        assert_eq!(u64::from(l.params.hashes), want["hashes"].as_u64().unwrap());
-        assert_eq!(l.params.bits, want["bits"].as_u64().unwrap());
-        assert_eq!(l.params.bytes, want["bytes"].as_u64().unwrap());
+        assert_eq!(l.params().entries, want["entries"].as_u64().unwrap());
+        assert_eq!(l.params().error, want["error"].as_f64().unwrap());
+        assert_eq!(l.params().bpe, want["bpe"].as_f64().unwrap());
+        assert_eq!(
+            u64::from(l.params().hashes),
+            want["hashes"].as_u64().unwrap()
+        );
+        assert_eq!(l.params().bits, want["bits"].as_u64().unwrap());
+        assert_eq!(l.params().bytes, want["bytes"].as_u64().unwrap());
         assert_eq!(l.data.len() as u64, want["bytes"].as_u64().unwrap());
         assert_eq!(l.size, want["size"].as_u64().unwrap());
     }
@@ -446,8 +449,8 @@ fn check_vector_core(name: &str) {
         let want: Vec<u64> = bits.iter().map(|b| b.as_u64().unwrap()).collect();
         let l = &chain.layers[0];
         let h = HashPair::hash64(b"hello");
-        let got: Vec<u64> = (0..u64::from(l.params.hashes))
-            .map(|i| h.position(i, l.params.modulus()))
+        let got: Vec<u64> = (0..u64::from(l.params().hashes))
+            .map(|i| h.position(i, l.params().modulus()))
             .collect();
         assert_eq!(got, want, "{name}: bit positions of hello");
         for x in got {

@@ -39,7 +39,7 @@ fn the_plan_is_what_the_core_builds() {
             let _ = chain.add(format!("item:{i}").as_bytes(), u64::MAX);
         }
         let plan = sizing::layers(capacity, error, expansion, chain.capacity());
-        let built: Vec<_> = chain.layers.iter().map(|l| l.params).collect();
+        let built: Vec<_> = chain.layers.iter().map(|l| l.params()).collect();
         assert_eq!(plan, built, "expansion {expansion:?}");
         assert_eq!(sizing::info_size(&plan), chain.mem_usage());
         assert!(chain.layers.len() >= if expansion == Some(1) { 10 } else { 1 });

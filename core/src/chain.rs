@@ -117,7 +117,7 @@ impl Chain {
     pub fn needs_new_layer(&self) -> bool {
         self.layers
             .last()
-            .is_none_or(|l| l.size >= l.params.entries)
+            .is_none_or(|l| l.size >= l.params().entries)
     }
 
     /// The hash pair of `item` under this chain's hash function (64-bit unless legacy).
@@ -300,11 +300,11 @@ impl Chain {
     pub fn next_layer_params(&self) -> Result<LayerParams, LayerError> {
         let last = self.layers.last().ok_or(LayerError::Invalid)?;
         let capacity = last
-            .params
+            .params()
             .entries
             .checked_mul(u64::from(self.growth))
             .ok_or(LayerError::Invalid)?;
-        let error = last.params.error * TIGHTENING_RATIO;
+        let error = last.params().error * TIGHTENING_RATIO;
         LayerParams::for_capacity(capacity, error, self.options)
     }
 
@@ -312,7 +312,7 @@ impl Chain {
     pub fn capacity(&self) -> u64 {
         self.layers
             .iter()
-            .fold(0u64, |acc, l| acc.saturating_add(l.params.entries))
+            .fold(0u64, |acc, l| acc.saturating_add(l.params().entries))
     }
 
     /// Bytes of all bit arrays together.
@@ -336,12 +336,11 @@ impl Chain {
 mod tests {
     use super::*;
 
-    /// Per-filter memory: the chain is 32 bytes as RedisBloom's (one jemalloc size class
-    /// smaller than a `Vec` of layers allowed), and a layer 112 (a 112-byte class).
+    /// Per-filter memory: the chain is 32 bytes and a layer 64, as RedisBloom's structs.
     #[test]
     fn struct_sizes() {
         assert_eq!(std::mem::size_of::<Chain>(), 32);
-        assert_eq!(std::mem::size_of::<Layer>(), 112);
+        assert_eq!(std::mem::size_of::<Layer>(), 64);
     }
 
     #[test]
@@ -359,10 +358,10 @@ mod tests {
             .iter()
             .map(|l| {
                 (
-                    l.params.entries,
-                    l.params.error,
-                    l.params.bytes,
-                    l.params.hashes,
+                    l.params().entries,
+                    l.params().error,
+                    l.params().bytes,
+                    l.params().hashes,
                     l.size,
                 )
             })
@@ -387,7 +386,7 @@ mod tests {
     fn nonscaling_fills_up() {
         let mut c = Chain::new(2, 0.01, 2, true, u64::MAX).unwrap();
         assert_eq!(c.options, 13);
-        assert_eq!(c.layers[0].params.error, 0.01);
+        assert_eq!(c.layers[0].params().error, 0.01);
         assert_eq!(c.add(b"a", u64::MAX), Ok(AddOutcome::Added));
         assert_eq!(c.add(b"b", u64::MAX), Ok(AddOutcome::Added));
         assert_eq!(c.add(b"a", u64::MAX), Ok(AddOutcome::Exists));
@@ -423,7 +422,7 @@ mod tests {
         };
         assert_eq!(err, AddError::CannotGrow);
         assert!(c.layers.len() > 1000, "{} layers", c.layers.len());
-        assert!(c.layers.last().unwrap().params.error > 0.0);
+        assert!(c.layers.last().unwrap().params().error > 0.0);
     }
 
     #[test]

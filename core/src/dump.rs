@@ -34,7 +34,7 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
     out.extend_from_slice(&chain.options.to_le_bytes());
     out.extend_from_slice(&chain.growth.to_le_bytes());
     for l in &chain.layers {
-        let p = &l.params;
+        let p = &l.params();
         out.extend_from_slice(&(l.data.len() as u64).to_le_bytes());
         out.extend_from_slice(&p.bits.to_le_bytes());
         out.extend_from_slice(&l.size.to_le_bytes());

@@ -188,22 +188,41 @@ pub const PREPARED_MODULUS_MAX_BYTES: u64 = 4 << 20;
 /// Bit `x` lives in byte `x / 8` at mask `1 << (x % 8)` (LSB first), which is also the byte
 /// order of SCANDUMP chunks and RDB strings (`docs/format.md`: every field is little-endian).
 ///
-/// Build it with [`Layer::new`] or [`Layer::from_parts`]; `params` must not change afterwards
+/// Build it with [`Layer::new`] or [`Layer::from_parts`]; its shape never changes afterwards
 /// (the layer keeps its modulus prepared for fast remainders).
+///
+/// 64 bytes, as RedisBloom's layer struct, so that a million small filters cost no more here:
+/// the shape is stored without its bit and byte counts (the bit array's length gives both),
+/// and a prepared modulus, when the layer uses one, lives in its own allocation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layer {
-    /// Shape of the layer.
-    pub params: LayerParams,
+    /// Shape of the layer, less `bits` and `bytes` (see [`Layer::params`]).
+    shape: Shape,
     /// Items accepted into this layer.
     pub size: u64,
-    /// The bit array, exactly `params.bytes` long (a boxed slice: 8 bytes less per layer
-    /// than a `Vec`, whose capacity would always equal its length).
+    /// The bit array, `params().bytes` long (a boxed slice: 8 bytes less per layer than a
+    /// `Vec`, whose capacity would always equal its length).
     pub data: Box<[u8]>,
-    /// `params.modulus()` prepared once; used for layers of at most
-    /// [`PREPARED_MODULUS_MAX_BYTES`], larger ones use the hardware division. Always present
-    /// (an `Option` would make the layer 16 bytes larger).
-    prepared: Modulus,
+    /// The modulus prepared once, for layers of [`PREPARED_MODULUS_MIN_BYTES`] to
+    /// [`PREPARED_MODULUS_MAX_BYTES`]; `None` for the others (hardware division).
+    prepared: Option<Box<Modulus>>,
 }
+
+/// [`LayerParams`] less `bits` and `bytes`, which are the bit array's length × 8 and its length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shape {
+    entries: u64,
+    error: f64,
+    bpe: f64,
+    hashes: u32,
+    n2: u8,
+}
+
+/// Layers from this many bytes (64 KiB) up to [`PREPARED_MODULUS_MAX_BYTES`] use a prepared
+/// modulus. Smaller ones (filters of up to about 47 000 items at 1 %, the per-user kind) use
+/// the hardware division: a few nanoseconds more per command, but no 32-byte allocation per
+/// layer, which would make each small filter 50 % larger than the bit array it holds.
+pub const PREPARED_MODULUS_MIN_BYTES: u64 = 64 << 10;
 
 impl Layer {
     /// A new, empty layer. Errors: [`LayerError::OutOfMemory`] if the bit array cannot be
@@ -213,22 +232,64 @@ impl Layer {
     }
 
     /// A layer of shape `params` holding `size` items with bit array `data` (loaded from a
-    /// dump, an RDB value or a copy). `data` should be `params.bytes` long; `params` should
-    /// have a non-zero modulus (every consistent shape has one; 0 is taken as 1).
+    /// dump, an RDB value or a copy). `data` must be `params.bytes` long (every decoder checks
+    /// it), since the layer keeps its bit and byte counts as the array's length.
     pub fn from_parts(params: LayerParams, size: u64, data: impl Into<Box<[u8]>>) -> Layer {
+        let data = data.into();
+        debug_assert_eq!(data.len() as u64, params.bytes);
+        let bytes = data.len() as u64;
         Layer {
-            prepared: Modulus::new(params.modulus().max(1)),
-            params,
+            prepared: (PREPARED_MODULUS_MIN_BYTES..=PREPARED_MODULUS_MAX_BYTES)
+                .contains(&bytes)
+                .then(|| Box::new(Modulus::new(params.modulus().max(1)))),
+            shape: Shape {
+                entries: params.entries,
+                error: params.error,
+                bpe: params.bpe,
+                hashes: params.hashes,
+                n2: params.n2,
+            },
             size,
-            data: data.into(),
+            data,
         }
     }
 
-    /// The prepared modulus when this layer uses it (at most
-    /// [`PREPARED_MODULUS_MAX_BYTES`]), else `None` (hardware division).
+    /// The layer's shape: what sizing computed or the dump carried, with `bytes` the bit
+    /// array's length and `bits` = `bytes × 8`.
+    #[inline]
+    pub fn params(&self) -> LayerParams {
+        let bytes = self.data.len() as u64;
+        LayerParams {
+            entries: self.shape.entries,
+            error: self.shape.error,
+            bpe: self.shape.bpe,
+            hashes: self.shape.hashes,
+            bits: bytes * 8,
+            bytes,
+            n2: self.shape.n2,
+        }
+    }
+
+    /// Hash count k.
+    #[inline(always)]
+    pub fn hashes(&self) -> u32 {
+        self.shape.hashes
+    }
+
+    /// The modulus M of bit positions ([`LayerParams::modulus`]).
+    #[inline(always)]
+    pub fn modulus(&self) -> u64 {
+        if self.shape.n2 > 0 {
+            1u64 << self.shape.n2
+        } else {
+            self.data.len() as u64 * 8
+        }
+    }
+
+    /// The prepared modulus when this layer uses one, else `None` (hardware division).
     #[inline(always)]
     fn prepared(&self) -> Option<&Modulus> {
-        (self.params.bytes <= PREPARED_MODULUS_MAX_BYTES).then_some(&self.prepared)
+        self.prepared.as_deref()
     }
 
     /// The i-th bit position of `h` in this layer ([`HashPair::position`] with this layer's
@@ -237,7 +298,7 @@ impl Layer {
     pub fn position(&self, h: &HashPair, i: u64) -> u64 {
         match self.prepared() {
             Some(m) => h.position_in(i, m),
-            None => h.position(i, self.params.modulus()),
+            None => h.position(i, self.modulus()),
         }
     }
 
@@ -248,7 +309,7 @@ impl Layer {
         match self.prepared() {
             Some(m) => self.contains_by(|i| h.position_in(i, m)),
             None => {
-                let m = self.params.modulus();
+                let m = self.modulus();
                 self.contains_by(|i| h.position(i, m))
             }
         }
@@ -256,7 +317,7 @@ impl Layer {
 
     #[inline(always)]
     fn contains_by(&self, position: impl Fn(u64) -> u64) -> bool {
-        (0..u64::from(self.params.hashes)).all(|i| {
+        (0..u64::from(self.shape.hashes)).all(|i| {
             let x = position(i);
             self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
         })
@@ -268,7 +329,7 @@ impl Layer {
         match self.prepared().copied() {
             Some(m) => self.set_by(|i| h.position_in(i, &m)),
             None => {
-                let m = self.params.modulus();
+                let m = self.modulus();
                 self.set_by(|i| h.position(i, m))
             }
         }
@@ -276,7 +337,7 @@ impl Layer {
 
     #[inline(always)]
     fn set_by(&mut self, position: impl Fn(u64) -> u64) {
-        for i in 0..u64::from(self.params.hashes) {
+        for i in 0..u64::from(self.shape.hashes) {
             let x = position(i);
             self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
         }
@@ -288,13 +349,13 @@ impl Layer {
     /// of several items overlap.
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
-        let probes = u64::from(probes.min(self.params.hashes));
+        let probes = u64::from(probes.min(self.shape.hashes));
         match self.prepared() {
             Some(m) => (0..probes).for_each(|i| {
                 prefetch_index(&self.data, (h.position_in(i, m) >> 3) as usize);
             }),
             None => {
-                let m = self.params.modulus();
+                let m = self.modulus();
                 (0..probes).for_each(|i| {
                     prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
                 });
@@ -390,21 +451,24 @@ mod tests {
         assert_eq!(try_zeroed(1 << 62).unwrap_err(), LayerError::OutOfMemory);
     }
 
-    /// Both ways of computing positions (prepared modulus for small layers, hardware division
-    /// for large ones) give exactly `HashPair::position`, power-of-two layers included.
+    /// Both ways of computing positions (prepared modulus for mid-sized layers, hardware
+    /// division for small and large ones) give exactly `HashPair::position`, power-of-two
+    /// layers included; and a layer gives back the exact shape it was made with.
     #[test]
     fn positions_are_exact_on_both_sides_of_the_threshold() {
         let small = LayerParams::for_capacity(1000, 0.005, MODERN).unwrap();
         let pow2 = LayerParams::for_capacity(100, 0.01, OPT_FORCE64).unwrap();
-        let mut large = LayerParams::for_capacity(1000, 0.005, MODERN).unwrap();
-        // A shape over the threshold, without allocating it (positions only).
-        large.bytes = PREPARED_MODULUS_MAX_BYTES + 8;
-        large.bits = large.bytes * 8;
-        for params in [small, pow2, large] {
-            let layer = Layer::from_parts(params, 0, Vec::new());
+        let mid = LayerParams::for_capacity(100_000, 0.005, MODERN).unwrap();
+        let pow2_mid = LayerParams::for_capacity(60_000, 0.01, OPT_FORCE64).unwrap();
+        let large = LayerParams::for_capacity(5_000_000, 0.005, MODERN).unwrap();
+        for params in [small, pow2, mid, pow2_mid, large] {
+            // Lazily zeroed: the large array is never touched here.
+            let layer = Layer::new(params).unwrap();
+            assert_eq!(layer.params(), params);
             assert_eq!(
                 layer.prepared().is_some(),
-                params.bytes <= PREPARED_MODULUS_MAX_BYTES
+                (PREPARED_MODULUS_MIN_BYTES..=PREPARED_MODULUS_MAX_BYTES).contains(&params.bytes),
+                "{params:?}"
             );
             for n in 0..2000u32 {
                 let h = HashPair::hash64(&n.to_le_bytes());

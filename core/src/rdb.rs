@@ -44,7 +44,7 @@ pub fn save(chain: &Chain, w: &mut impl ValueWriter) {
     w.write_unsigned(u64::from(chain.options));
     w.write_unsigned(u64::from(chain.growth));
     for l in &chain.layers {
-        let p = &l.params;
+        let p = &l.params();
         w.write_unsigned(p.entries);
         w.write_double(p.error);
         w.write_unsigned(u64::from(p.hashes));

@@ -732,7 +732,7 @@ mod tests {
         }
         let chain = &w.gens[0].1;
         assert!(chain.layers.len() > 3, "{} layers", chain.layers.len());
-        assert!(chain.layers.iter().all(|l| l.params.bits >= 64_000));
+        assert!(chain.layers.iter().all(|l| l.params().bits >= 64_000));
         let probes = 200_000;
         let fp = (0..probes)
             .filter(|i| has(&w, format!("probe:{i}").as_bytes(), 0))

@@ -351,7 +351,9 @@ pub(crate) fn try_clone(chain: &Chain) -> Option<Chain> {
         data.try_reserve_exact(l.data.len()).ok()?;
         data.extend_from_slice(&l.data);
         layers.push(crate::bloom::layer::Layer::from_parts(
-            l.params, l.size, data,
+            l.params(),
+            l.size,
+            data,
         ));
     }
     Some(Chain {

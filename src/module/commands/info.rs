@@ -108,7 +108,7 @@ pub fn debug_lines(chain: &Chain) -> Vec<String> {
     };
     let mut lines = vec![format!("size:{}", chain.size)];
     for l in &chain.layers {
-        let p = &l.params;
+        let p = &l.params();
         lines.push(format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
             l.data.len(),
