@@ -157,15 +157,18 @@ impl Chain {
             } else {
                 0
             };
+            // One prepared modulus for the whole batch, on the stack (small layers keep none).
+            let m = layer.batch_modulus();
+            let m = m.as_ref();
             for j in 0..hashes.len() {
                 if probes > 0 {
                     let ahead = j + PREFETCH_DISTANCE;
                     if ahead < hashes.len() && !found[ahead] {
-                        layer.prefetch(&hashes[ahead], probes);
+                        layer.prefetch_using(&hashes[ahead], probes, m);
                     }
                 }
                 if !found[j] {
-                    found[j] = layer.contains(&hashes[j]);
+                    found[j] = layer.contains_using(&hashes[j], m);
                 }
             }
         }

@@ -306,7 +306,27 @@ impl Layer {
     /// clear bit.
     #[inline]
     pub fn contains(&self, h: &HashPair) -> bool {
+        self.contains_using(h, self.prepared())
+    }
+
+    /// The modulus a batch should use for this layer (see [`Layer::contains_using`]): the
+    /// layer's own prepared one, or for a layer under [`PREPARED_MODULUS_MIN_BYTES`] one
+    /// prepared now (a 128-bit division, worth it over a batch); `None` for layers over
+    /// [`PREPARED_MODULUS_MAX_BYTES`] (hardware division).
+    pub fn batch_modulus(&self) -> Option<Modulus> {
         match self.prepared() {
+            Some(m) => Some(*m),
+            None => ((self.data.len() as u64) <= PREPARED_MODULUS_MAX_BYTES)
+                .then(|| Modulus::new(self.modulus().max(1))),
+        }
+    }
+
+    /// [`Layer::contains`] with the modulus `m` from [`Layer::batch_modulus`] (`None`:
+    /// hardware division), kept by the caller for a whole batch: the same answer, without
+    /// reaching the layer's boxed modulus for every item.
+    #[inline]
+    pub fn contains_using(&self, h: &HashPair, m: Option<&Modulus>) -> bool {
+        match m {
             Some(m) => self.contains_by(|i| h.position_in(i, m)),
             None => {
                 let m = self.modulus();
@@ -349,8 +369,14 @@ impl Layer {
     /// of several items overlap.
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
+        self.prefetch_using(h, probes, self.prepared())
+    }
+
+    /// [`Layer::prefetch`] with a modulus kept by the caller (see [`Layer::contains_using`]).
+    #[inline]
+    pub fn prefetch_using(&self, h: &HashPair, probes: u32, m: Option<&Modulus>) {
         let probes = u64::from(probes.min(self.shape.hashes));
-        match self.prepared() {
+        match m {
             Some(m) => (0..probes).for_each(|i| {
                 prefetch_index(&self.data, (h.position_in(i, m) >> 3) as usize);
             }),
