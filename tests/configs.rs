@@ -176,7 +176,32 @@ struct Proc {
 
 impl Proc {
     /// Starts `bin` with a config file holding `lines` (after port, dir and log settings).
+    /// A free port can be taken by another test between choosing it and the server's bind:
+    /// a server that exits saying so is started again on another port (up to 5 times).
     fn spawn(bin: &str, lines: &[String]) -> Proc {
+        for _ in 0..5 {
+            let mut p = Proc::spawn_once(bin, lines);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if p.child.try_wait().unwrap().is_some() {
+                    if p.log().contains("Address already in use") {
+                        break;
+                    }
+                    return p;
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", p.port)).is_ok() {
+                    return p;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if Instant::now() >= deadline {
+                return p;
+            }
+        }
+        panic!("{bin}: no free port after 5 attempts");
+    }
+
+    fn spawn_once(bin: &str, lines: &[String]) -> Proc {
         let dir = tempfile::Builder::new()
             .prefix("redis-bf-cfg")
             .tempdir()

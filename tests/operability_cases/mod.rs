@@ -625,6 +625,17 @@ pub fn config_load_args(bin: &str) {
 
 /// Runs `bin` with bad module arguments: it must exit non-zero, logging why.
 fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
+    // A free port can be taken by another test before the server binds it: start again then.
+    for _ in 0..5 {
+        if try_expect_refusal(bin, args, reason) {
+            return;
+        }
+    }
+    panic!("{bin}: no free port after 5 attempts");
+}
+
+/// One attempt of [`expect_refusal`]; false when the server could not bind its port.
+fn try_expect_refusal(bin: &str, args: &[&str], reason: &str) -> bool {
     let dir = tempfile::Builder::new()
         .prefix("redis-bf-ops")
         .tempdir()
@@ -645,6 +656,9 @@ fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
             )
         });
     let output = std::fs::read_to_string(&out_path).unwrap_or_default();
+    if output.contains("Address already in use") {
+        return false;
+    }
     assert!(
         !status.success(),
         "{bin} with module args {args:?} exited with {status}; output:\n{output}"
@@ -654,6 +668,7 @@ fn expect_refusal(bin: &str, args: &[&str], reason: &str) {
         output.contains(&want),
         "module args {args:?}: expected {want:?} in the output:\n{output}"
     );
+    true
 }
 
 /// Bad load arguments make the module refuse to load (and the server exit).
