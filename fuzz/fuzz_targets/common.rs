@@ -21,7 +21,7 @@ pub fn same(a: &Chain, b: &Chain) -> bool {
         && a.growth == b.growth
         && a.layers.len() == b.layers.len()
         && a.layers.iter().zip(&b.layers).all(|(x, y)| {
-            let (p, q) = (&x.params, &y.params);
+            let (p, q) = (&x.params(), &y.params());
             x.size == y.size
                 && x.data == y.data
                 && p.entries == q.entries
@@ -42,12 +42,12 @@ pub fn exercise(chain: &mut Chain) {
     );
     for l in &chain.layers {
         assert!(
-            l.params.is_consistent(),
+            l.params().is_consistent(),
             "decoded layer fails its integrity test"
         );
         assert_eq!(
             l.data.len() as u64,
-            l.params.bytes,
+            l.params().bytes,
             "bit array length = bytes"
         );
     }
