@@ -252,6 +252,18 @@ impl Chain {
         h: &HashPair,
         budget: impl FnOnce(&Chain) -> u64,
     ) -> Result<AddOutcome, AddError> {
+        self.add_hashed_sized(h, budget, |p| p)
+    }
+
+    /// [`Chain::add_hashed_with`], where a new layer takes the shape `size_layer` makes of
+    /// [`Chain::next_layer_params`] (window filters give every layer a minimum bit count:
+    /// `window::min_generation_bits`); the budget applies to that shape.
+    pub fn add_hashed_sized(
+        &mut self,
+        h: &HashPair,
+        budget: impl FnOnce(&Chain) -> u64,
+        size_layer: impl FnOnce(LayerParams) -> LayerParams,
+    ) -> Result<AddOutcome, AddError> {
         if self.contains_hashed(h) {
             return Ok(AddOutcome::Exists);
         }
@@ -264,7 +276,10 @@ impl Chain {
             if self.is_nonscaling() {
                 return Err(AddError::Full);
             }
-            let params = self.next_layer_params().map_err(|_| AddError::CannotGrow)?;
+            let params = self
+                .next_layer_params()
+                .map(size_layer)
+                .map_err(|_| AddError::CannotGrow)?;
             if params.bytes > budget(self) {
                 return Err(AddError::CannotGrow);
             }
@@ -278,12 +293,11 @@ impl Chain {
     }
 
     /// Appends an empty layer of shape `params` (its bit array lazily zeroed). Nothing changes
-    /// on error. Window filters use it to grow a generation with a layer larger than
-    /// [`Chain::next_layer_params`] (see `window::min_generation_bits`).
+    /// on error.
     ///
     /// Errors: [`AddError::CannotGrow`] when the bit array or the new layer table cannot be
     /// allocated.
-    pub fn push_layer(&mut self, params: LayerParams) -> Result<(), AddError> {
+    fn push_layer(&mut self, params: LayerParams) -> Result<(), AddError> {
         let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
         let mut layers = Vec::new();
         layers

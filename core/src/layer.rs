@@ -270,12 +270,6 @@ impl Layer {
         }
     }
 
-    /// Hash count k.
-    #[inline(always)]
-    pub fn hashes(&self) -> u32 {
-        self.shape.hashes
-    }
-
     /// The modulus M of bit positions ([`LayerParams::modulus`]).
     #[inline(always)]
     pub fn modulus(&self) -> u64 {

@@ -301,19 +301,12 @@ impl Window {
         let error = self.error;
         let (_, chain) = self.gens.last_mut().ok_or(AddError::CannotGrow)?;
         let others = existing.saturating_sub(chain.bit_array_bytes());
-        // The item is not in this generation (checked above), so it will be added: a full
-        // scaling generation grows now, with at least the minimum bit count.
-        if chain.needs_new_layer() && !chain.is_nonscaling() && chain.size < u64::MAX {
-            let params = chain
-                .next_layer_params()
-                .map(|p| at_least_min_bits(p, error))
-                .map_err(|_| AddError::CannotGrow)?;
-            if params.bytes > budget(others + chain.bit_array_bytes()) {
-                return Err(AddError::CannotGrow);
-            }
-            chain.push_layer(params)?;
-        }
-        let r = chain.add_hashed_with(h, |c| budget(others + c.bit_array_bytes()));
+        // A full scaling generation grows with at least the minimum bit count.
+        let r = chain.add_hashed_sized(
+            h,
+            |c| budget(others + c.bit_array_bytes()),
+            |p| at_least_min_bits(p, error),
+        );
         if r.is_err() && chain.size == 0 && !newest_is_current {
             // Leave no empty generation behind an error: state as before (but advanced).
             self.gens.pop();

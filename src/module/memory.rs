@@ -214,15 +214,21 @@ fn address_space_left() -> Option<u64> {
     {
         return None;
     }
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmSize:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(limit.rlim_cur.saturating_sub(kib.saturating_mul(1024)))
+    Some(
+        limit
+            .rlim_cur
+            .saturating_sub(proc_kib_field("/proc/self/status", "VmSize:")?),
+    )
 }
 
 fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    proc_kib_field("/proc/meminfo", "MemAvailable:")
+}
+
+/// A `name  <n> kB` line of a /proc file, in bytes.
+fn proc_kib_field(path: &str, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }

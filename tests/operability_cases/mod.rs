@@ -802,6 +802,23 @@ fn collect_until_sentinel(ps: &mut redis::PubSub) -> Vec<Event> {
     }
 }
 
+/// Runs `cmds` on `c` (errors are expected in some steps; notifications are what is
+/// checked), then `SET sentinel 1`, and checks that the events received on `ps` up to the
+/// sentinel's are `want`.
+fn step(
+    ps: &mut redis::PubSub,
+    c: &mut Connection,
+    cmds: &[&[&str]],
+    want: Vec<Event>,
+    what: &str,
+) {
+    for args in cmds {
+        let _ = cmd(args).query::<Value>(c);
+    }
+    let _: () = cmd("SET sentinel 1").query(c).unwrap();
+    assert_eq!(collect_until_sentinel(ps), want, "{what}");
+}
+
 /// Keyspace notifications of class `d`: exact sequences per command; read commands and
 /// adds that change nothing emit nothing.
 pub fn notifications(bin: &str) {
@@ -817,22 +834,15 @@ pub fn notifications(bin: &str) {
     ps.psubscribe("__keyevent@*__:*").unwrap();
     ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
 
-    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
-        for args in cmds {
-            // Errors are expected in some steps; notifications are what is checked.
-            let _ = cmd(args).query::<Value>(c);
-        }
-        let _: () = cmd("SET sentinel 1").query(c).unwrap();
-        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
-    };
-
     step(
+        &mut ps,
         &mut c,
         &[&["BF.RESERVE", "r", "0.01", "100"]],
         ks(0, "r", "bf.reserve").to_vec(),
         "BF.RESERVE",
     );
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.RESERVE", "r", "0.01", "100"],
@@ -842,60 +852,70 @@ pub fn notifications(bin: &str) {
         "failed BF.RESERVE",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "a", "x"]],
         [ks(0, "a", "bf.reserve"), ks(0, "a", "bf.add")].concat(),
         "BF.ADD on a missing key",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "a", "x"]],
         vec![],
         "BF.ADD of an existing item",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "r", "x"]],
         ks(0, "r", "bf.add").to_vec(),
         "BF.ADD of a new item",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.MADD", "a", "x", "y", "z"]],
         ks(0, "a", "bf.add").to_vec(),
         "BF.MADD with new items",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.MADD", "a", "x", "y", "z"]],
         vec![],
         "BF.MADD of existing items",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.MADD", "m", "p", "q"]],
         [ks(0, "m", "bf.reserve"), ks(0, "m", "bf.add")].concat(),
         "BF.MADD on a missing key",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.INSERT", "i", "CAPACITY", "50", "ITEMS", "p"]],
         [ks(0, "i", "bf.reserve"), ks(0, "i", "bf.add")].concat(),
         "BF.INSERT on a missing key",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.INSERT", "i", "ITEMS", "p"]],
         vec![],
         "BF.INSERT of an existing item",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.INSERT", "i", "NOCREATE", "ITEMS", "p", "p2"]],
         ks(0, "i", "bf.add").to_vec(),
         "BF.INSERT NOCREATE of a new item",
     );
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.INSERT", "nope", "NOCREATE", "ITEMS", "p"],
@@ -906,6 +926,7 @@ pub fn notifications(bin: &str) {
         "failed BF.INSERT",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "str", "x"], &["BF.MADD", "str", "x"]],
         vec![],
@@ -913,6 +934,7 @@ pub fn notifications(bin: &str) {
     );
     // A full non-scaling filter: the refused add emits nothing.
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.RESERVE", "full", "0.01", "1", "NONSCALING"],
@@ -923,6 +945,7 @@ pub fn notifications(bin: &str) {
     );
     let extra = absent_item(&mut c, "full", "extra");
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "full", &extra]],
         vec![],
@@ -955,14 +978,8 @@ pub fn notifications(bin: &str) {
         "LOADCHUNK chunk"
     );
     assert_eq!(digest_value(&mut c, "copy"), digest_value(&mut c, "a"));
-    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
-        for args in cmds {
-            let _ = cmd(args).query::<Value>(c);
-        }
-        let _: () = cmd("SET sentinel 1").query(c).unwrap();
-        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
-    };
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.LOADCHUNK", "bad", "1", "garbage"],
@@ -976,6 +993,7 @@ pub fn notifications(bin: &str) {
 
     // Read commands emit nothing.
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.EXISTS", "a", "x"],
@@ -997,36 +1015,42 @@ pub fn notifications(bin: &str) {
     // Window filters (filters that forget) emit the same events: an add notifies only when it
     // changed the filter (a new item, or a re-add that refreshed an older generation's item).
     step(
+        &mut ps,
         &mut c,
         &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
         ks(0, "w", "bf.reserve").to_vec(),
         "BF.RESERVE … WINDOW",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
         vec![],
         "BF.RESERVE … WINDOW over an existing key",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
         [ks(0, "w", "bf.add"), ks(0, "w", "bf.add")].concat(),
         "BF.ADD and BF.MADD of new items to a window filter",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
         vec![],
         "adds of items the window holds in its newest generation",
     );
     step(
+        &mut ps,
         &mut c,
         &[&["BF.INSERT", "wi", "WINDOW", "600000", "ITEMS", "a"]],
         [ks(0, "wi", "bf.reserve"), ks(0, "wi", "bf.add")].concat(),
         "BF.INSERT … WINDOW on a missing key",
     );
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.INSERT", "wi", "NOCREATE", "ITEMS", "a"],
@@ -1057,17 +1081,11 @@ pub fn notifications(bin: &str) {
         );
     }
     assert_eq!(digest_value(&mut c, "wcopy"), digest_value(&mut c, "w"));
-    let mut step = |c: &mut Connection, cmds: &[&[&str]], want: Vec<Event>, what: &str| {
-        for args in cmds {
-            let _ = cmd(args).query::<Value>(c);
-        }
-        let _: () = cmd("SET sentinel 1").query(c).unwrap();
-        assert_eq!(collect_until_sentinel(&mut ps), want, "{what}");
-    };
 
     // Another database: the channel names carry it.
     let _: () = cmd("SELECT 3").query(&mut c).unwrap();
     step(
+        &mut ps,
         &mut c,
         &[&["BF.ADD", "d3", "x"], &["BF.ADD", "d3", "x"]],
         [ks(3, "d3", "bf.reserve"), ks(3, "d3", "bf.add")].concat(),
@@ -1080,6 +1098,7 @@ pub fn notifications(bin: &str) {
         "OK"
     );
     step(
+        &mut ps,
         &mut c,
         &[
             &["BF.ADD", "silent", "x"],

@@ -311,10 +311,10 @@ fn add_items(
     }
     let mut added = ItemSet::new(items.len());
     let mut added_count = 0usize;
-    let mut refused = false;
-    // Once a growth was refused, every later new item would need the same growth: refuse it
-    // at once instead of reading the memory numbers again for each item (a budget of 0).
-    let growth_refused = std::cell::Cell::new(false);
+    // Whether an item was refused (full filter, refused growth). After a refused growth every
+    // later new item would need the same growth: it is refused at once (a budget of 0)
+    // instead of reading the memory numbers again for each item.
+    let refused = std::cell::Cell::new(false);
     let mut sent = 0usize;
     let mut single = Reply::Bool(false);
     let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
@@ -325,7 +325,7 @@ fn add_items(
         chain.add_many(
             &hashes,
             |c| {
-                if growth_refused.get() {
+                if refused.get() {
                     0
                 } else {
                     growth_budget(ctx, c)
@@ -341,11 +341,12 @@ fn add_items(
                     Ok(AddOutcome::Exists) => Reply::Bool(false),
                     Err(AddError::Full) => {
                         full = true;
+                        refused.set(true);
                         Reply::Error("ERR non scaling filter is full")
                     }
                     Err(AddError::CannotGrow) => {
                         cannot_grow = true;
-                        growth_refused.set(true);
+                        refused.set(true);
                         Reply::Error("ERR problem inserting into filter")
                     }
                 };
@@ -357,7 +358,6 @@ fn add_items(
                 }
             },
         );
-        refused |= full || cannot_grow;
         if cannot_grow {
             abort_if_growth_failed(ctx, chain, command, key_name);
         }
@@ -393,7 +393,7 @@ fn add_items(
         };
         replicate_as_insert(ctx, key_name, &creation, replicated);
         notify(ctx, c"bf.reserve", key_name);
-    } else if added_count > 0 && !refused {
+    } else if added_count > 0 && !refused.get() {
         ctx.replicate_verbatim();
     } else if added_count > 0 {
         let argv: Vec<_> = std::iter::once(key_name.inner)
