@@ -13,6 +13,7 @@
 #        PROFILE=dir   also `perf record -g` each server during one extra run of every row and
 #                      write dir/<row>.<side>.txt (perf report, top symbols by self time)
 #        BEFORE_SO=path AFTER_SO=path  use these builds instead of building
+#        ONLY=id,id…   run only these rows (ids: the first field of ROWS below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -101,6 +102,13 @@ echo "wall: items/s as redis-benchmark sees them; cpu: items per second of the s
 printf '%-46s %12s %12s %7s %-11s| %12s %12s %7s %s\n' "items/s (median of $ROUNDS)" "wall before" after ratio "(by round)" \
   "cpu before" after ratio "(by round)"
 declare -A MED
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for row in "${ROWS[@]}"; do
+    case ",$ONLY," in *",${row%%|*},"*) kept+=("$row") ;; esac
+  done
+  ROWS=("${kept[@]}")
+fi
 for row in "${ROWS[@]}"; do
   IFS='|' read -r id label k n cmd <<<"$row"
   n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN {printf "%d", n * s}')
@@ -130,7 +138,7 @@ for row in "${ROWS[@]}"; do
   echo "$line"
 done
 echo
-for side in "${SIDES[@]}"; do
+[ -n "${ONLY:-}" ] || for side in "${SIDES[@]}"; do
   for col in 1 2; do
     awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v l="${MED[mexists.$side.$col]}" \
       -v g="${MED[mexists_grown.$side.$col]}" -v m="${MED[mexists_small.$side.$col]}" \

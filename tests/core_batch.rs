@@ -2,7 +2,9 @@
 //! software-pipelined batch check and add (with prefetching, which only layers of at least
 //! `PREFETCH_MIN_BYTES` use) against item-by-item calls on a clone of the same filter.
 
-use redis_bf::bloom::chain::{AddError, AddOutcome, PREFETCH_DISTANCE, PREFETCH_MIN_BYTES};
+use redis_bf::bloom::chain::{
+    AddError, AddOutcome, LOOKUPS_IN_FLIGHT, PREFETCH_DISTANCE, PREFETCH_MIN_BYTES,
+};
 use redis_bf::bloom::layer::Layer;
 use redis_bf::bloom::{Chain, HashPair};
 
@@ -170,6 +172,58 @@ fn batched_add_equals_item_by_item_on_prefetched_layers() {
     let (outcomes, refused) = add_both(&big_chain(10), &hashes[..100], budget);
     assert!(outcomes.contains(&Err(AddError::CannotGrow)));
     assert_eq!(refused.layers.len(), 2);
+}
+
+/// Items the older layers hold are found by the first pass of `add_many` (the whole batch
+/// at once), items of the newest layer by the in-order pass; batches shorter and longer than
+/// the lookups kept in flight; a small layer between two big ones.
+#[test]
+fn batched_add_finds_items_of_every_layer_in_batches_of_any_length() {
+    let mut chain = big_chain(3000);
+    let old_only = named("old", 40);
+    for h in &old_only {
+        chain.layers[0].set(h);
+    }
+    let newest_only = named("newest", 40);
+    for h in &newest_only {
+        chain.add_hashed(h, u64::MAX).unwrap();
+    }
+    let mut mixed: Vec<HashPair> = named("fresh", 120);
+    mixed.extend_from_slice(&old_only);
+    mixed.extend_from_slice(&newest_only);
+    mixed.extend_from_slice(&named("fresh", 30)); // duplicates of the batch's own items
+    mixed.sort_by_key(|h| h.a.rotate_left(11));
+    for len in [
+        0,
+        1,
+        2,
+        LOOKUPS_IN_FLIGHT - 1,
+        LOOKUPS_IN_FLIGHT,
+        LOOKUPS_IN_FLIGHT + 1,
+        100,
+        mixed.len(),
+    ] {
+        let batch = &mixed[..len];
+        let (outcomes, _) = add_both(&chain, batch, u64::MAX);
+        for (h, r) in batch.iter().zip(&outcomes) {
+            if old_only.contains(h) || newest_only.contains(h) {
+                assert_eq!(*r, Ok(AddOutcome::Exists), "batch of {len}");
+            }
+        }
+        check_both(&chain, batch);
+    }
+    // A small layer between two big ones (the middle one is checked with the others).
+    let mut three = big_chain(0);
+    let small = Chain::new(1000, 0.001, 2, false, u64::MAX).unwrap().layers[0].clone();
+    let big = three.layers[1].clone();
+    three.layers = [three.layers[0].clone(), small, big].into();
+    three.layers[1].set(&old_only[0]);
+    let (outcomes, _) = add_both(&three, &mixed, u64::MAX);
+    assert_eq!(
+        outcomes[mixed.iter().position(|h| *h == old_only[0]).unwrap()],
+        Ok(AddOutcome::Exists)
+    );
+    check_both(&three, &mixed);
 }
 
 #[test]

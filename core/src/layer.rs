@@ -6,7 +6,7 @@
 //! truncated constants and rounding.
 
 use super::hash::{HashPair, Modulus};
-use prefetch_index::prefetch_index;
+use prefetch_index::{prefetch_index, prefetch_index_nta};
 
 /// ln 2, truncated exactly as RedisBloom's source has it (keep this literal to stay bit-exact;
 /// `std::f64::consts::LN_2` differs in the last digits and would change some hash counts).
@@ -331,10 +331,7 @@ impl Layer {
 
     #[inline(always)]
     fn contains_by(&self, position: impl Fn(u64) -> u64) -> bool {
-        (0..u64::from(self.shape.hashes)).all(|i| {
-            let x = position(i);
-            self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
-        })
+        (0..u64::from(self.shape.hashes)).all(|i| self.bit(position(i)))
     }
 
     /// Sets the k bits of `h`. Does not touch the item count.
@@ -355,6 +352,19 @@ impl Layer {
             let x = position(i);
             self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
         }
+    }
+
+    /// Whether bit `x` (a position from [`Layer::position`]) is set.
+    #[inline(always)]
+    pub fn bit(&self, x: u64) -> bool {
+        self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
+    }
+
+    /// Asks the CPU to start loading the cache line of bit `x` (a position from
+    /// [`Layer::position`]) without waiting for it: a hint that changes nothing.
+    #[inline(always)]
+    pub fn prefetch_bit(&self, x: u64) {
+        prefetch_index_nta(&self.data, (x >> 3) as usize);
     }
 
     /// Asks the CPU to start loading the cache lines of the first `probes` bit positions of

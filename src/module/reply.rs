@@ -84,6 +84,16 @@ pub fn send(ctx: &Context, reply: &Reply) {
     }
 }
 
+/// Writes a boolean (`Reply::Bool`) without building a reply value: the per-item call of
+/// the batch commands.
+#[inline]
+pub fn send_bool(ctx: &Context, b: bool) {
+    // SAFETY: live context of the running command.
+    unsafe {
+        raw::RedisModule_ReplyWithBool.unwrap()(ctx.get_raw(), i32::from(b));
+    }
+}
+
 /// Writes a bulk string straight from a borrowed buffer (no copy).
 pub fn send_bulk(ctx: &Context, data: &[u8]) {
     // SAFETY: `data` outlives the call; Redis copies it into the reply buffer.

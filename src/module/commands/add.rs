@@ -3,6 +3,7 @@
 //! (`docs/commands.md` ("BF.ADD", "BF.INSERT"); `docs/commands.md` ("Replication and AOF") for replication, `docs/commands.md` ("Argument handling") for keyword matching).
 
 use super::create_filter;
+use crate::bloom::chain::BATCH_ITEMS;
 use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
@@ -228,10 +229,6 @@ pub fn bf_insert(ctx: &Context, args: &[Arg]) -> Reply {
     }
 }
 
-/// Items hashed at a time by the add loop: bounds the transient memory of a batch of any
-/// length (16 bytes of hash per item) while keeping the look-ahead of `Chain::add_many`.
-pub(crate) const HASH_BATCH: usize = 1024;
-
 /// One bit per item of a batch: which items were added.
 struct ItemSet(Vec<u64>);
 
@@ -256,7 +253,7 @@ fn growth_budget(ctx: &Context, chain: &crate::bloom::Chain) -> u64 {
 
 /// The add loop shared by BF.ADD, BF.MADD and BF.INSERT (`command` names it for the log).
 /// Array replies are streamed item by item, so a batch of a million items holds no reply
-/// values, and items are hashed [`HASH_BATCH`] at a time.
+/// values, and items are hashed [`BATCH_ITEMS`] at a time.
 fn add_items(
     ctx: &Context,
     key_name: &Arg,
@@ -317,8 +314,8 @@ fn add_items(
     let refused = std::cell::Cell::new(false);
     let mut sent = 0usize;
     let mut single = Reply::Bool(false);
-    let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
-    for (b, batch) in items.chunks(HASH_BATCH).enumerate() {
+    let mut hashes = Vec::with_capacity(items.len().min(BATCH_ITEMS));
+    for (b, batch) in items.chunks(BATCH_ITEMS).enumerate() {
         hashes.clear();
         hashes.extend(batch.iter().map(|i| chain.hash(i.as_slice())));
         let (mut full, mut cannot_grow) = (false, false);
@@ -334,7 +331,7 @@ fn add_items(
             |i, r| {
                 let reply = match r {
                     Ok(AddOutcome::Added) => {
-                        added.insert(b * HASH_BATCH + i);
+                        added.insert(b * BATCH_ITEMS + i);
                         added_count += 1;
                         Reply::Bool(true)
                     }

@@ -4,8 +4,7 @@
 use crate::bloom::Chain;
 use crate::module::args::Arg;
 use crate::module::bloom_type::{lookup, Lookup};
-use crate::module::commands::add::HASH_BATCH;
-use crate::module::reply::{send, send_array_header, Reply};
+use crate::module::reply::{send_array_header, send_bool, Reply};
 use redis_module::Context;
 
 fn contains(chain: Option<&Chain>, item: &Arg) -> bool {
@@ -49,18 +48,13 @@ pub fn bf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
     }
     send_array_header(ctx, items.len());
     match chain {
-        None => items.iter().for_each(|_| send(ctx, &Reply::Bool(false))),
-        Some(c) => {
-            // Hash HASH_BATCH items at a time, then test them with prefetching a few items
-            // ahead (Chain::contains_many, software pipelining); the batch bounds the memory
-            // of a command of any length (16 bytes of hash per item).
-            let mut hashes = Vec::with_capacity(items.len().min(HASH_BATCH));
-            for batch in items.chunks(HASH_BATCH) {
-                hashes.clear();
-                hashes.extend(batch.iter().map(|i| c.hash(i.as_slice())));
-                c.contains_many(&hashes, |_, present| send(ctx, &Reply::Bool(present)));
-            }
-        }
+        None => items.iter().for_each(|_| send_bool(ctx, false)),
+        // Each item is hashed when its lookup starts (see Chain::contains_each).
+        Some(c) => c.contains_each(
+            items.len(),
+            |i| c.hash(items[i].as_slice()),
+            |_, present| send_bool(ctx, present),
+        ),
     }
     Reply::Sent
 }
