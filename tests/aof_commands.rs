@@ -59,6 +59,17 @@ fn aof_holds_exactly_the_added_items() {
         "BF.MADD full x y z w", // z: full, w: not processed
         "BF.MADD full x q",     // nothing added
         "BF.INSERT ins CAPACITY 5 ERROR 0.1 ITEMS m m n",
+        // BF.ADD's own creation path, and the kept option strings following the defaults.
+        "BF.ADD one x",
+        "CONFIG SET bf.error-rate 0.001",
+        "CONFIG SET bf.expansion-factor 0",
+        "BF.ADD two y",
+        "CONFIG SET bf.error-rate 0.01",
+        "CONFIG SET bf.expansion-factor 2",
+        "BF.ADD three z",
+        // 15 and 17 replicated arguments: either side of the 16 that go as `s` specifiers.
+        "BF.MADD many 1 2 3 4 5 6 7",
+        "BF.MADD more 1 2 3 4 5 6 7 8 9",
     ] {
         run(&mut con, line);
     }
@@ -68,6 +79,11 @@ fn aof_holds_exactly_the_added_items() {
         "BF.RESERVE full 0.01 2 NONSCALING",
         "BF.MADD full x y",
         "BF.INSERT ins CAPACITY 5 ERROR 0.1 EXPANSION 2 ITEMS m n",
+        "BF.INSERT one CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS x",
+        "BF.INSERT two CAPACITY 100 ERROR 0.001 EXPANSION 2 NONSCALING ITEMS y",
+        "BF.INSERT three CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS z",
+        "BF.INSERT many CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS 1 2 3 4 5 6 7",
+        "BF.INSERT more CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS 1 2 3 4 5 6 7 8 9",
     ]
     .iter()
     .map(|l| l.split(' ').map(String::from).collect())
@@ -75,14 +91,15 @@ fn aof_holds_exactly_the_added_items() {
     assert_eq!(aof_commands(&server), expected);
 
     // The replay builds the same filters and logs no error.
-    let before: Vec<redis::Value> = ["auto", "full", "ins"]
+    let keys = ["auto", "full", "ins", "one", "two", "three", "many", "more"];
+    let before: Vec<redis::Value> = keys
         .iter()
         .map(|k| run(&mut con, &format!("BF.DEBUG {k}")))
         .collect();
     drop(con);
     server.restart(&[]);
     let mut con = server.conn();
-    let after: Vec<redis::Value> = ["auto", "full", "ins"]
+    let after: Vec<redis::Value> = keys
         .iter()
         .map(|k| run(&mut con, &format!("BF.DEBUG {k}")))
         .collect();

@@ -14,6 +14,8 @@ pub enum Reply {
     Int(i64),
     /// RESP3 boolean (`#t`/`#f`); `:1`/`:0` for RESP2 clients.
     Bool(bool),
+    /// `+OK`, written without building a C string.
+    Ok,
     /// Simple string (`+text`).
     Simple(&'static str),
     /// Bulk string.
@@ -50,6 +52,9 @@ pub fn send(ctx: &Context, reply: &Reply) {
             }
             Reply::Bool(b) => {
                 raw::RedisModule_ReplyWithBool.unwrap()(c, i32::from(*b));
+            }
+            Reply::Ok => {
+                raw::RedisModule_ReplyWithSimpleString.unwrap()(c, c"OK".as_ptr());
             }
             Reply::Simple(s) => {
                 let s = CString::new(*s).unwrap_or_default();

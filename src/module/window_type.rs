@@ -232,7 +232,7 @@ pub fn reserve(ctx: &Context, args: &[Arg]) -> Option<Reply> {
     argv.extend([&b"GENERATION"[..], g.as_bytes()]);
     ctx.replicate("BF.RESERVE", argv.as_slice());
     ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
-    Some(Reply::Simple("OK"))
+    Some(Reply::Ok)
 }
 
 /// Parses `error capacity option…` of a window BF.RESERVE, in BF.RESERVE's order and texts.
@@ -737,7 +737,7 @@ pub fn loadchunk(
         Ok(()) => {
             ctx.replicate_verbatim();
             ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &key_name.string());
-            Reply::Simple("OK")
+            Reply::Ok
         }
         Err(e) => e,
     })

@@ -2,19 +2,20 @@
 //! `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …`
 //! (`docs/commands.md` ("BF.ADD", "BF.INSERT"); `docs/commands.md` ("Replication and AOF") for replication, `docs/commands.md` ("Argument handling") for keyword matching).
 
-use super::create_filter;
+use super::{create_filter, new_filter};
 use crate::bloom::chain::BATCH_ITEMS;
 use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, Lookup};
+use crate::module::bloom_type::{lookup_mut, store_new, Lookup};
 use crate::module::config;
 use crate::module::memory::{abort_diverging, budget_for};
 use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
-use redis_module::{raw, Context, NotifyEvent};
-use std::ffi::{CStr, CString};
-use std::os::raw::{c_long, c_longlong};
+use redis_module::key::RedisKeyWritable;
+use redis_module::{raw, Context, NotifyEvent, RedisString};
+use std::ffi::CStr;
+use std::os::raw::c_long;
 
 /// How a missing key is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,6 +28,11 @@ struct Creation {
 }
 
 impl Creation {
+    /// `create_filter`'s parameters: (capacity, error, expansion, nonscaling).
+    fn params(&self) -> (u64, f64, u32, bool) {
+        (self.capacity, self.error, self.expansion, self.nonscaling)
+    }
+
     fn defaults() -> Creation {
         let expansion = config::expansion();
         Creation {
@@ -50,42 +56,76 @@ enum Shape {
 /// BF.ADD: adds one item, creating a default filter when the key is missing.
 /// Replies 1 if the item was new, 0 if it may have been added before (RESP3: booleans).
 ///
-/// On an existing filter this is the single-item path: no batch machinery and no heap
-/// allocation (the item is hashed and added in place; the reply, replication and keyspace
-/// event are the same as the shared add loop gives for one item).
+/// The single-item path: the key is opened once, and no batch machinery runs. On an existing
+/// filter nothing is allocated (the item is hashed and added in place); on a missing key the
+/// filter is created and its creation replicated as `BF.INSERT` (see [`replicate_as_insert`]).
+/// Replies, replication and keyspace events are the same as the shared add loop gives for one
+/// item.
 pub fn bf_add(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
-    {
-        let key = ctx.open_key_writable(&args[1].string());
-        if let Lookup::Found(chain) = lookup_mut(&key) {
-            let before = Footprint::of(chain);
-            let h = chain.hash(args[2].as_slice());
-            let r = chain.add_hashed_with(&h, |c| growth_budget(ctx, c));
-            if r == Err(AddError::CannotGrow) {
-                abort_if_growth_failed(ctx, chain, "BF.ADD", &args[1]);
-            }
-            stats::filter_changed(before, chain);
-            return match r {
-                Ok(AddOutcome::Added) => {
-                    ctx.replicate_verbatim();
-                    notify(ctx, c"bf.add", &args[1]);
-                    Reply::Bool(true)
-                }
-                Ok(AddOutcome::Exists) => Reply::Bool(false),
-                Err(e) => add_error(e),
-            };
+    let (key_name, item) = (&args[1], &args[2]);
+    let key = ctx.open_key_writable(&key_name.string());
+    let chain = match lookup_mut(&key) {
+        Lookup::Found(chain) => chain,
+        Lookup::Missing => return add_to_new(ctx, &key, key_name, item),
+        // Not a Bloom filter: a window filter, or the wrong type (the shared loop tells).
+        Lookup::WrongType => {
+            let items = &args[2..];
+            return add_items(
+                ctx,
+                &key,
+                key_name,
+                items,
+                Creation::defaults(),
+                Shape::Single,
+                "BF.ADD",
+            );
         }
+    };
+    let before = Footprint::of(chain);
+    let h = chain.hash(item.as_slice());
+    let r = chain.add_hashed_with(&h, |c| growth_budget(ctx, c));
+    if r == Err(AddError::CannotGrow) {
+        abort_if_growth_failed(ctx, chain, "BF.ADD", key_name);
     }
-    add_items(
-        ctx,
-        &args[1],
-        &args[2..],
-        Creation::defaults(),
-        Shape::Single,
-        "BF.ADD",
-    )
+    stats::filter_changed(before, chain);
+    match r {
+        Ok(AddOutcome::Added) => {
+            ctx.replicate_verbatim();
+            notify(ctx, c"bf.add", key_name);
+            Reply::Bool(true)
+        }
+        Ok(AddOutcome::Exists) => Reply::Bool(false),
+        Err(e) => add_error(e),
+    }
+}
+
+/// BF.ADD on a missing key: a default filter holding `item`, made and filled before it is
+/// stored, replicated as `BF.INSERT` ([`replicate_as_insert`]).
+fn add_to_new(ctx: &Context, key: &RedisKeyWritable, key_name: &Arg, item: &Arg) -> Reply {
+    let creation = Creation::defaults();
+    let mut chain = match new_filter(ctx, key_name.as_slice(), "BF.ADD", creation.params()) {
+        Ok(chain) => chain,
+        Err(e) => return e,
+    };
+    // A new filter's first layer has room for at least one item, so this adds it.
+    let h = chain.hash(item.as_slice());
+    let r = chain.add_hashed(&h, 0);
+    if let Err(e) = store_new(key, chain, "ERR could not create filter") {
+        return e;
+    }
+    replicate_as_insert(ctx, key_name, &creation, &[item.inner]);
+    notify(ctx, c"bf.reserve", key_name);
+    match r {
+        Ok(AddOutcome::Added) => {
+            notify(ctx, c"bf.add", key_name);
+            Reply::Bool(true)
+        }
+        Ok(AddOutcome::Exists) => Reply::Bool(false),
+        Err(e) => add_error(e),
+    }
 }
 
 /// A growth refused while no budget applied (a replicated or loaded write) is an allocation
@@ -130,8 +170,10 @@ pub fn bf_madd(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() < 3 {
         return Reply::WrongArity;
     }
+    let key = ctx.open_key_writable(&args[1].string());
     add_items(
         ctx,
+        &key,
         &args[1],
         &args[2..],
         Creation::defaults(),
@@ -219,6 +261,7 @@ pub fn bf_insert(ctx: &Context, args: &[Arg]) -> Reply {
     match parse_insert(&args[2..]) {
         Ok((creation, first)) => add_items(
             ctx,
+            &ctx.open_key_writable(&args[1].string()),
             &args[1],
             &args[2 + first..],
             creation,
@@ -251,22 +294,23 @@ fn growth_budget(ctx: &Context, chain: &crate::bloom::Chain) -> u64 {
     budget_for(ctx, chain.bit_array_bytes(), needed)
 }
 
-/// The add loop shared by BF.ADD, BF.MADD and BF.INSERT (`command` names it for the log).
-/// Array replies are streamed item by item, so a batch of a million items holds no reply
-/// values, and items are hashed [`BATCH_ITEMS`] at a time.
+/// The add loop shared by BF.MADD and BF.INSERT, and BF.ADD on a key that holds no Bloom
+/// filter (`command` names it for the log), on `key`, opened for writing. Array replies are
+/// streamed item by item, so a batch of a million items holds no reply values, and items are
+/// hashed [`BATCH_ITEMS`] at a time.
 fn add_items(
     ctx: &Context,
+    key: &RedisKeyWritable,
     key_name: &Arg,
     items: &[Arg],
     creation: Creation,
     shape: Shape,
     command: &str,
 ) -> Reply {
-    let key = ctx.open_key_writable(&key_name.string());
-    let created = match lookup_mut(&key) {
+    let created = match lookup_mut(key) {
         Lookup::WrongType => {
             let single = shape == Shape::Single;
-            return crate::module::window_type::add_existing(ctx, &key, key_name, items, single)
+            return crate::module::window_type::add_existing(ctx, key, key_name, items, single)
                 .unwrap_or(Reply::Error(WRONGTYPE));
         }
         Lookup::Found(_) => false,
@@ -274,24 +318,14 @@ fn add_items(
             if !creation.allowed {
                 return Reply::Error(NOT_FOUND);
             }
-            if let Err(e) = create_filter(
-                ctx,
-                &key,
-                key_name.as_slice(),
-                command,
-                (
-                    creation.capacity,
-                    creation.error,
-                    creation.expansion,
-                    creation.nonscaling,
-                ),
-            ) {
+            if let Err(e) = create_filter(ctx, key, key_name.as_slice(), command, creation.params())
+            {
                 return e;
             }
             true
         }
     };
-    let Lookup::Found(chain) = lookup_mut(&key) else {
+    let Lookup::Found(chain) = lookup_mut(key) else {
         return Reply::Error(WRONGTYPE);
     };
     let before = Footprint::of(chain);
@@ -388,7 +422,7 @@ fn add_items(
         } else {
             added_items().collect()
         };
-        replicate_as_insert(ctx, key_name, &creation, replicated);
+        replicate_as_insert(ctx, key_name, &creation, &replicated);
         notify(ctx, c"bf.reserve", key_name);
     } else if added_count > 0 && !refused.get() {
         ctx.replicate_verbatim();
@@ -410,9 +444,45 @@ fn add_items(
 /// Replicates `command argv…`, sharing the given strings (Redis takes a reference to each,
 /// copying none).
 fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
-    // SAFETY: live context; format "v" takes a (RedisModuleString **, size_t) pair, and every
-    // pointer is a live string of this command (its arguments, or strings created on `ctx`
-    // that outlive the call); Redis increments their reference counts.
+    // Up to 16 strings go as that many `s` specifiers: Redis then sizes its argument vector
+    // exactly, where the `v` specifier makes it grow the vector (a reallocation per command).
+    const FORMAT: &[u8; 17] = b"ssssssssssssssss\0";
+    if argv.len() <= 16 {
+        let format = &FORMAT[16 - argv.len()..];
+        let mut a = [std::ptr::null_mut(); 16];
+        a[..argv.len()].copy_from_slice(argv);
+        // SAFETY: live context; `format` is NUL-terminated and has exactly `argv.len()` `s`
+        // specifiers, each matched by a live string of this command (its arguments, or
+        // strings that outlive the call); Redis increments their reference counts. The
+        // remaining (null) arguments are never read: C ignores variadic arguments beyond the
+        // ones the format consumes.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                ctx.get_raw(),
+                command.as_ptr(),
+                format.as_ptr().cast(),
+                a[0],
+                a[1],
+                a[2],
+                a[3],
+                a[4],
+                a[5],
+                a[6],
+                a[7],
+                a[8],
+                a[9],
+                a[10],
+                a[11],
+                a[12],
+                a[13],
+                a[14],
+                a[15],
+            );
+        }
+        return;
+    }
+    // SAFETY: live context; format "v" takes a (RedisModuleString **, size_t) pair over live
+    // strings of this command, as above.
     unsafe {
         raw::RedisModule_Replicate.unwrap()(
             ctx.get_raw(),
@@ -426,67 +496,109 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
 
 /// Replicates an implicit creation as an explicit
 /// `BF.INSERT key CAPACITY c ERROR e EXPANSION x [NONSCALING] ITEMS …`
-/// (`docs/commands.md` ("Replication and AOF")), so
-/// replicas and AOF replays do not depend on their own defaults. `items` are the client's
-/// argument strings, shared rather than copied; the options are passed as C strings and
-/// integers, which Redis turns into strings itself.
+/// (`docs/commands.md` ("Replication and AOF")), so replicas and AOF replays do not depend on
+/// their own defaults. `items` are the client's argument strings, shared rather than copied;
+/// the keywords and the option values are strings kept from one creation to the next
+/// ([`InsertWords`]), so a creation with the same parameters as the one before (the per-user
+/// filters of one application) builds no string at all.
 fn replicate_as_insert(
     ctx: &Context,
     key: &Arg,
     c: &Creation,
-    items: Vec<*mut raw::RedisModuleString>,
+    items: &[*mut raw::RedisModuleString],
 ) {
-    // `{}` prints the shortest text that parses back to the same f64 (never with a NUL).
-    let error = CString::new(format!("{}", c.error)).unwrap_or_default();
-    // The expansion is stored even for non-scaling filters (it is in the header and RDB
-    // value), so it is always spelled out; BF.INSERT accepts it together with NONSCALING.
-    let (format, nonscaling) = if c.nonscaling {
-        (c"sclccclccv", c"NONSCALING")
-    } else {
-        (c"sclccclcv", c"")
-    };
-    let capacity = c.capacity.min(i64::MAX as u64) as c_longlong;
-    let expansion = c_longlong::from(c.expansion);
-    // SAFETY: live context; the format's specifiers match the arguments one by one: s = the
-    // key (a live string of this command), c = NUL-terminated strings that outlive the call,
-    // l = long long, v = (RedisModuleString **, size_t) over live argument strings. With the
-    // short format the NONSCALING string is not read.
-    unsafe {
-        let replicate = raw::RedisModule_Replicate.unwrap();
-        if c.nonscaling {
-            replicate(
-                ctx.get_raw(),
-                c"BF.INSERT".as_ptr(),
-                format.as_ptr(),
-                key.inner,
-                c"CAPACITY".as_ptr(),
-                capacity,
-                c"ERROR".as_ptr(),
-                error.as_ptr(),
-                c"EXPANSION".as_ptr(),
-                expansion,
-                nonscaling.as_ptr(),
-                c"ITEMS".as_ptr(),
-                items.as_ptr(),
-                items.len(),
-            );
-        } else {
-            replicate(
-                ctx.get_raw(),
-                c"BF.INSERT".as_ptr(),
-                format.as_ptr(),
-                key.inner,
-                c"CAPACITY".as_ptr(),
-                capacity,
-                c"ERROR".as_ptr(),
-                error.as_ptr(),
-                c"EXPANSION".as_ptr(),
-                expansion,
-                c"ITEMS".as_ptr(),
-                items.as_ptr(),
-                items.len(),
-            );
+    INSERT_WORDS.with(|words| {
+        let mut words = words.borrow_mut();
+        let w = words.get_or_insert_with(InsertWords::new);
+        let values = w.values_for(c);
+        // NONSCALING is left out of a scaling filter's command. The expansion is stored even
+        // for non-scaling filters (it is in the header and RDB value), so it is always spelled
+        // out; BF.INSERT accepts it together with NONSCALING.
+        let mut head = [std::ptr::null_mut(); 9];
+        let mut n = 0;
+        for s in [
+            key.inner,
+            w.capacity.inner,
+            values[0],
+            w.error.inner,
+            values[1],
+            w.expansion.inner,
+            values[2],
+        ]
+        .into_iter()
+        .chain(c.nonscaling.then_some(w.nonscaling.inner))
+        .chain([w.items.inner])
+        {
+            head[n] = s;
+            n += 1;
         }
+        // A command of a few items (BF.ADD's one) is assembled on the stack.
+        const SHORT: usize = 8;
+        let mut short = [std::ptr::null_mut(); 9 + SHORT];
+        let long: Vec<_>;
+        let argv = if items.len() <= SHORT {
+            short[..n].copy_from_slice(&head[..n]);
+            short[n..n + items.len()].copy_from_slice(items);
+            &short[..n + items.len()]
+        } else {
+            long = head[..n].iter().chain(items).copied().collect();
+            &long[..]
+        };
+        replicate_strings(ctx, c"BF.INSERT", argv);
+    });
+}
+
+/// The strings of [`replicate_as_insert`]'s command that do not come from the client: the
+/// keywords, made once, and the values of the last parameters replicated, remade only when a
+/// creation with other parameters comes. They are not tied to a command's context (created
+/// with a NULL context): Redis takes its own reference to each string it keeps for
+/// replication, so they stay valid here for as long as this thread runs commands.
+struct InsertWords {
+    capacity: RedisString,
+    error: RedisString,
+    expansion: RedisString,
+    nonscaling: RedisString,
+    items: RedisString,
+    /// (capacity, error bits, expansion) and their texts: integers in decimal, the error rate
+    /// as the shortest text that parses back to the same f64 (Rust's `{}`).
+    values: Option<((u64, u64, u32), [RedisString; 3])>,
+}
+
+thread_local! {
+    static INSERT_WORDS: std::cell::RefCell<Option<InsertWords>> = const { std::cell::RefCell::new(None) };
+}
+
+impl InsertWords {
+    fn new() -> InsertWords {
+        let word = |s: &str| RedisString::create_from_slice(std::ptr::null_mut(), s.as_bytes());
+        InsertWords {
+            capacity: word("CAPACITY"),
+            error: word("ERROR"),
+            expansion: word("EXPANSION"),
+            nonscaling: word("NONSCALING"),
+            items: word("ITEMS"),
+            values: None,
+        }
+    }
+
+    /// The texts of `c`'s capacity, error rate and expansion.
+    fn values_for(&mut self, c: &Creation) -> [*mut raw::RedisModuleString; 3] {
+        let id = (c.capacity, c.error.to_bits(), c.expansion);
+        if let Some((kept, texts)) = &self.values {
+            if *kept == id {
+                return [texts[0].inner, texts[1].inner, texts[2].inner];
+            }
+        }
+        let text = |s: String| RedisString::create_from_slice(std::ptr::null_mut(), s.as_bytes());
+        let texts = [
+            text(c.capacity.min(i64::MAX as u64).to_string()),
+            text(format!("{}", c.error)),
+            text(c.expansion.to_string()),
+        ];
+        let inner = [texts[0].inner, texts[1].inner, texts[2].inner];
+        // The strings replaced here are freed; Redis holds its own reference to any it kept.
+        self.values = Some((id, texts));
+        inner
     }
 }
 

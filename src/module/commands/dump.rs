@@ -92,7 +92,7 @@ pub fn bf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
     }
     ctx.replicate_verbatim();
     ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &args[1].string());
-    Reply::Simple("OK")
+    Reply::Ok
 }
 
 /// The reply for a refused SCANDUMP header or chunk (also used by window filters).

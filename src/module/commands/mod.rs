@@ -19,9 +19,9 @@ use redis_module::Context;
 
 /// Creates an empty filter in `key` (opened for writing, known to be empty): a first layer of
 /// `capacity` items at `error` (see [`Chain::new`]), limited by the memory budget. Shared by
-/// BF.RESERVE and the implicit creation of BF.ADD / BF.MADD / BF.INSERT (`command` names the
-/// caller for the log). A replicated or loaded creation that cannot be allocated aborts the
-/// server (see [`abort_diverging`]).
+/// BF.RESERVE and the implicit creation of BF.MADD / BF.INSERT (`command` names the caller for
+/// the log). A replicated or loaded creation that cannot be allocated aborts the server (see
+/// [`abort_diverging`]).
 ///
 /// Errors: `ERR Insufficient memory to create filter` (allocation or budget),
 /// `ERR could not create filter` (parameters that size no layer, or a key that refuses it).
@@ -32,8 +32,20 @@ pub(crate) fn create_filter(
     command: &str,
     params: (u64, f64, u32, bool),
 ) -> Result<(), Reply> {
+    let chain = new_filter(ctx, key_name, command, params)?;
+    store_new(key, chain, "ERR could not create filter")
+}
+
+/// The filter [`create_filter`] stores, not stored yet (BF.ADD adds its item first), with the
+/// same budget, abort and errors.
+pub(crate) fn new_filter(
+    ctx: &Context,
+    key_name: &[u8],
+    command: &str,
+    params: (u64, f64, u32, bool),
+) -> Result<Chain, Reply> {
     let (capacity, error, expansion, nonscaling) = params;
-    let chain = with_budget(
+    with_budget(
         ctx,
         0,
         |e| *e == LayerError::OutOfMemory,
@@ -47,8 +59,7 @@ pub(crate) fn create_filter(
             }
             LayerError::Invalid => "ERR could not create filter",
         })
-    })?;
-    store_new(key, chain, "ERR could not create filter")
+    })
 }
 
 /// Bytes of the first layer `create_filter` would allocate (for the log only; 0 if unknown).

@@ -95,7 +95,7 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
     }
     ctx.replicate_verbatim();
     ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
-    Reply::Simple("OK")
+    Reply::Ok
 }
 
 #[cfg(test)]
