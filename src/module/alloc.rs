@@ -14,6 +14,7 @@
 //! whole array at once (so `maxmemory` still applies to it). Reallocation uses
 //! `RedisModule_TryRealloc` where it exists, else allocate–copy–free with `TryAlloc`.
 
+use crate::module::stats::SplitCounter;
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,9 +29,9 @@ pub struct BfAlloc;
 
 /// Allocations (plain, zeroed and reallocations) made through Redis' allocator since the
 /// module loaded: `INFO bf` `bf_heap_allocations`, so that a test can see that a command
-/// (BF.ADD or BF.EXISTS on an existing filter) allocates nothing. One relaxed atomic add per
-/// allocation.
-pub static HEAP_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// (BF.ADD or BF.EXISTS on an existing filter) allocates nothing. One add per allocation,
+/// unlocked on the main thread ([`SplitCounter`]).
+pub static HEAP_ALLOCATIONS: SplitCounter = SplitCounter::new();
 
 /// Redis' allocator returns memory aligned for any fundamental type (16 bytes on x86-64 and
 /// aarch64); larger alignments are refused.
@@ -50,7 +51,7 @@ unsafe impl GlobalAlloc for BfAlloc {
             }
             _ if layout.align() > MAX_ALIGN => std::ptr::null_mut(),
             (t, a) => {
-                HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+                HEAP_ALLOCATIONS.add(1);
                 let size = rounded_size(layout);
                 // SAFETY: calling Redis' allocator with a non-zero size.
                 unsafe {
@@ -79,7 +80,7 @@ unsafe impl GlobalAlloc for BfAlloc {
         if layout.align() > MAX_ALIGN {
             return std::ptr::null_mut();
         }
-        HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        HEAP_ALLOCATIONS.add(1);
         let size = rounded_size(layout);
         // SAFETY: calling Redis' allocator with a non-zero size; both return zeroed memory.
         unsafe {
@@ -108,7 +109,7 @@ unsafe impl GlobalAlloc for BfAlloc {
                 unsafe { System.realloc(ptr, layout, new_size) }
             }
             (Some(f), Some(_)) if layout.align() <= MAX_ALIGN => {
-                HEAP_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+                HEAP_ALLOCATIONS.add(1);
                 // SAFETY: the caller guarantees `new_size` rounded to the alignment does not
                 // overflow isize; `ptr` came from Redis' allocator (same branch as `alloc`).
                 let new_layout =

@@ -7,20 +7,80 @@
 use crate::bloom::Chain;
 use crate::module::alloc::{FREE_PENDING_BYTES, HEAP_ALLOCATIONS};
 use redis_module::raw;
+use std::cell::Cell;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-static FILTERS: AtomicI64 = AtomicI64::new(0);
-static LAYERS: AtomicI64 = AtomicI64::new(0);
-static ITEMS: AtomicI64 = AtomicI64::new(0);
-static BYTES: AtomicI64 = AtomicI64::new(0);
-static DEFRAG_HITS: AtomicI64 = AtomicI64::new(0);
-static DEFRAG_MISSES: AtomicI64 = AtomicI64::new(0);
+thread_local! {
+    /// True on the thread that loaded the module: Redis' main thread, which runs every command.
+    static MAIN_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as the main thread (called once, from the module's OnLoad).
+pub fn mark_main_thread() {
+    MAIN_THREAD.with(|m| m.set(true));
+}
+
+/// A counter that the main thread updates without a locked instruction. Counters change on
+/// every filter created and freed (and every allocation), and a relaxed atomic add is a locked
+/// read-modify-write. The main thread, the only writer of its half, adds with a plain load and
+/// store; any other thread adds atomically to the other half. Readers get the sum.
+pub struct SplitCounter {
+    main: AtomicI64,
+    other: AtomicI64,
+}
+
+impl SplitCounter {
+    /// A counter at 0.
+    pub const fn new() -> SplitCounter {
+        SplitCounter {
+            main: AtomicI64::new(0),
+            other: AtomicI64::new(0),
+        }
+    }
+
+    /// Adds `delta` (negative to subtract).
+    #[inline]
+    pub fn add(&self, delta: i64) {
+        if MAIN_THREAD.with(Cell::get) {
+            self.add_on_main(delta);
+        } else {
+            self.other.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// [`SplitCounter::add`] for a caller that knows it runs on the main thread.
+    #[inline]
+    fn add_on_main(&self, delta: i64) {
+        let v = self.main.load(Ordering::Relaxed);
+        self.main.store(v.wrapping_add(delta), Ordering::Relaxed);
+    }
+
+    /// The count.
+    pub fn get(&self) -> i64 {
+        self.main
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.other.load(Ordering::Relaxed))
+    }
+}
+
+static FILTERS: SplitCounter = SplitCounter::new();
+static LAYERS: SplitCounter = SplitCounter::new();
+static ITEMS: SplitCounter = SplitCounter::new();
+static BYTES: SplitCounter = SplitCounter::new();
+static DEFRAG_HITS: SplitCounter = SplitCounter::new();
+static DEFRAG_MISSES: SplitCounter = SplitCounter::new();
+
+/// Changes of the four filter counters made off the main thread (by Redis' lazyfree thread,
+/// which frees big filters and, from Redis 7.4, every filter of a FLUSHALL), added up under
+/// one lock: one locked instruction to take it and one to release it, instead of four locked
+/// adds per filter freed.
+static OTHER_THREADS: std::sync::Mutex<[i64; 4]> = std::sync::Mutex::new([0; 4]);
 
 /// One allocation offered to active defrag: `moved` when the server moved it (a hit).
 pub fn defrag_attempt(moved: bool) {
     let counter = if moved { &DEFRAG_HITS } else { &DEFRAG_MISSES };
-    counter.fetch_add(1, Ordering::Relaxed);
+    counter.add(1);
 }
 
 /// A snapshot of what a chain contributes to the counters.
@@ -43,18 +103,29 @@ impl Footprint {
 }
 
 fn apply(filters: i64, f: Footprint, sign: i64) {
-    // Zero deltas are skipped: most commands change one counter or none, and every
-    // `fetch_add` is a locked instruction.
-    for (counter, delta) in [
-        (&FILTERS, filters),
-        (&LAYERS, f.layers),
-        (&ITEMS, f.items),
-        (&BYTES, f.bytes),
-    ] {
-        if delta != 0 {
-            counter.fetch_add(delta * sign, Ordering::Relaxed);
+    let deltas = [filters, f.layers, f.items, f.bytes].map(|d| d * sign);
+    if MAIN_THREAD.with(Cell::get) {
+        for (counter, delta) in [&FILTERS, &LAYERS, &ITEMS, &BYTES].into_iter().zip(deltas) {
+            if delta != 0 {
+                counter.add_on_main(delta);
+            }
+        }
+    } else {
+        let mut other = OTHER_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+        for (sum, delta) in other.iter_mut().zip(deltas) {
+            *sum = sum.wrapping_add(delta);
         }
     }
+}
+
+/// The filter counters: filters, layers, items, bytes.
+fn filter_counts() -> [i64; 4] {
+    let other = *OTHER_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut counts = [&FILTERS, &LAYERS, &ITEMS, &BYTES].map(SplitCounter::get);
+    for (c, o) in counts.iter_mut().zip(other) {
+        *c = c.wrapping_add(o);
+    }
+    counts
 }
 
 /// A filter came into existence (created, loaded, copied).
@@ -100,19 +171,16 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
             c"version".as_ptr(),
             super::MODULE_VERSION.into(),
         );
+        let [filters, layers, items, bytes] = filter_counts();
         for (name, v) in [
-            (c"filters", &FILTERS),
-            (c"layers", &LAYERS),
-            (c"items", &ITEMS),
-            (c"bytes", &BYTES),
-            (c"defrag_hits", &DEFRAG_HITS),
-            (c"defrag_misses", &DEFRAG_MISSES),
+            (c"filters", filters),
+            (c"layers", layers),
+            (c"items", items),
+            (c"bytes", bytes),
+            (c"defrag_hits", DEFRAG_HITS.get()),
+            (c"defrag_misses", DEFRAG_MISSES.get()),
         ] {
-            raw::RedisModule_InfoAddFieldULongLong.unwrap()(
-                ctx,
-                name.as_ptr(),
-                v.load(Ordering::Relaxed).max(0) as u64,
-            );
+            raw::RedisModule_InfoAddFieldULongLong.unwrap()(ctx, name.as_ptr(), v.max(0) as u64);
         }
         raw::RedisModule_InfoAddFieldULongLong.unwrap()(
             ctx,
@@ -122,7 +190,7 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
         raw::RedisModule_InfoAddFieldULongLong.unwrap()(
             ctx,
             c"heap_allocations".as_ptr(),
-            HEAP_ALLOCATIONS.load(Ordering::Relaxed),
+            HEAP_ALLOCATIONS.get().max(0) as u64,
         );
     }
 }
