@@ -30,6 +30,12 @@ pub struct SplitCounter {
     other: AtomicI64,
 }
 
+impl Default for SplitCounter {
+    fn default() -> SplitCounter {
+        SplitCounter::new()
+    }
+}
+
 impl SplitCounter {
     /// A counter at 0.
     pub const fn new() -> SplitCounter {
