@@ -8,6 +8,7 @@
 #   rdb_value     rdb::load (RDB load / RESTORE) over an in-memory typed value stream
 #   args          the module's integer and double parsers (round trips with their printed text)
 #   window_value  window::decode_header and window::load (window filters' dump header and RDB value)
+#   batch         the batch checks and adds (interleaved lookups) against item by item
 #
 # The seed corpus is generated from tests/data/golden-vectors.json (and, for window_value, real
 # window filters from the core's `window_seeds` example) by fuzz/make_seeds.py into
@@ -29,7 +30,7 @@ if ! [[ "$SECS" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
-TARGETS=(dump_header chunk_apply rdb_value args window_value)
+TARGETS=(dump_header chunk_apply rdb_value args window_value batch)
 
 if [ -d "${CARGO_HOME:-$HOME/.cargo}/bin" ]; then
   PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
