@@ -107,6 +107,13 @@ if [ -n "${ONLY:-}" ]; then
   for row in "${ROWS[@]}"; do
     case ",$ONLY," in *",${row%%|*},"*) kept+=("$row") ;; esac
   done
+  for want in ${ONLY//,/ }; do
+    printf '%s\n' "${ROWS[@]%%|*}" | grep -qx "$want" || echo "compare.sh: no row '$want' (ONLY)" >&2
+  done
+  if [ ${#kept[@]} -eq 0 ]; then
+    echo "compare.sh: ONLY=$ONLY matches no row; ids: $(printf '%s ' "${ROWS[@]%%|*}")" >&2
+    exit 2
+  fi
   ROWS=("${kept[@]}")
 fi
 for row in "${ROWS[@]}"; do

@@ -39,7 +39,7 @@ use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND,
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
-use redis_module::{raw, Context, ContextFlags, NotifyEvent};
+use redis_module::{raw, Context, ContextFlags};
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -231,7 +231,7 @@ pub fn reserve(ctx: &Context, args: &[Arg]) -> Option<Reply> {
     }
     argv.extend([&b"GENERATION"[..], g.as_bytes()]);
     ctx.replicate("BF.RESERVE", argv.as_slice());
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
+    crate::module::commands::notify(ctx, c"bf.reserve", &args[1]);
     Some(Reply::Ok)
 }
 
@@ -437,7 +437,7 @@ pub fn insert(ctx: &Context, args: &[Arg]) -> Option<Reply> {
         if let Err(e) = create(ctx, &key, &a.params, generation) {
             return Some(e);
         }
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
+        crate::module::commands::notify(ctx, c"bf.reserve", &args[1]);
         return Some(add(
             ctx,
             &key,
@@ -541,7 +541,7 @@ fn add(
         replicate_insert(ctx, key_name, created, generation, &changed);
     }
     if !changed.is_empty() {
-        ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.add", &key_name.string());
+        crate::module::commands::notify(ctx, c"bf.add", key_name);
     }
     Reply::Array(replies)
 }
@@ -736,7 +736,7 @@ pub fn loadchunk(
     Some(match r {
         Ok(()) => {
             ctx.replicate_verbatim();
-            ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &key_name.string());
+            crate::module::commands::notify(ctx, c"bf.loadchunk", key_name);
             Reply::Ok
         }
         Err(e) => e,

@@ -2,7 +2,7 @@
 //! `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item …`
 //! (`docs/commands.md` ("BF.ADD", "BF.INSERT"); `docs/commands.md` ("Replication and AOF") for replication, `docs/commands.md` ("Argument handling") for keyword matching).
 
-use super::{create_filter, new_filter};
+use super::{create_filter, new_filter, notify};
 use crate::bloom::chain::BATCH_ITEMS;
 use crate::bloom::{AddError, AddOutcome};
 use crate::module::args::Arg;
@@ -13,7 +13,7 @@ use crate::module::memory::{abort_diverging, budget_for};
 use crate::module::reply::{send, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats::{self, Footprint};
 use redis_module::key::RedisKeyWritable;
-use redis_module::{raw, Context, NotifyEvent, RedisString};
+use redis_module::{raw, Context, RedisString};
 use std::ffi::CStr;
 use std::os::raw::c_long;
 
@@ -145,23 +145,6 @@ fn add_error(e: AddError) -> Reply {
     match e {
         AddError::Full => Reply::Error("ERR non scaling filter is full"),
         AddError::CannotGrow => Reply::Error("ERR problem inserting into filter"),
-    }
-}
-
-/// Fires a module keyspace event without building a string (the crate's
-/// `notify_keyspace_event` allocates a C string per call).
-fn notify(ctx: &Context, event: &CStr, key: &Arg) {
-    // SAFETY: live context of the running command; `event` is NUL-terminated and `key.inner`
-    // is a valid string, both outliving the call (Redis copies what it keeps).
-    unsafe {
-        if let Some(f) = raw::RedisModule_NotifyKeyspaceEvent {
-            f(
-                ctx.get_raw(),
-                NotifyEvent::MODULE.bits(),
-                event.as_ptr(),
-                key.inner,
-            );
-        }
     }
 }
 

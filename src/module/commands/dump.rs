@@ -6,7 +6,7 @@ use crate::module::args::Arg;
 use crate::module::bloom_type::{existing, lookup_mut, store_new, Lookup};
 use crate::module::memory::{abort_diverging, with_budget};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
-use redis_module::{Context, NotifyEvent};
+use redis_module::Context;
 
 /// BF.SCANDUMP: `[next_iter, data]`: iterator 0 gives `[1, header]`, then chunks of at most
 /// 16 MiB that never cross a layer, then `[0, ""]`. The key is checked before the iterator.
@@ -91,7 +91,7 @@ pub fn bf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
         }
     }
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.loadchunk", &args[1].string());
+    super::notify(ctx, c"bf.loadchunk", &args[1]);
     Reply::Ok
 }
 

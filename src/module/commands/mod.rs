@@ -11,11 +11,13 @@ pub mod reserve;
 
 use crate::bloom::layer::LayerError;
 use crate::bloom::Chain;
+use crate::module::args::Arg;
 use crate::module::bloom_type::store_new;
 use crate::module::memory::{abort_diverging, with_budget};
 use crate::module::reply::Reply;
 use redis_module::key::RedisKeyWritable;
-use redis_module::Context;
+use redis_module::{raw, Context, NotifyEvent};
+use std::ffi::CStr;
 
 /// Creates an empty filter in `key` (opened for writing, known to be empty): a first layer of
 /// `capacity` items at `error` (see [`Chain::new`]), limited by the memory budget. Shared by
@@ -60,6 +62,23 @@ pub(crate) fn new_filter(
             LayerError::Invalid => "ERR could not create filter",
         })
     })
+}
+
+/// Fires a module keyspace event without building a string (the crate's
+/// `notify_keyspace_event` allocates a C string per call).
+pub(crate) fn notify(ctx: &Context, event: &CStr, key: &Arg) {
+    // SAFETY: live context of the running command; `event` is NUL-terminated and `key.inner`
+    // is a valid string, both outliving the call (Redis copies what it keeps).
+    unsafe {
+        if let Some(f) = raw::RedisModule_NotifyKeyspaceEvent {
+            f(
+                ctx.get_raw(),
+                NotifyEvent::MODULE.bits(),
+                event.as_ptr(),
+                key.inner,
+            );
+        }
+    }
 }
 
 /// Bytes of the first layer `create_filter` would allocate (for the log only; 0 if unknown).

@@ -7,7 +7,7 @@ use crate::module::args::Arg;
 use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{lookup_mut, Lookup};
 use crate::module::reply::{Reply, WRONGTYPE};
-use redis_module::{Context, NotifyEvent};
+use redis_module::Context;
 
 /// Validated BF.RESERVE arguments.
 #[derive(Debug, PartialEq)]
@@ -69,8 +69,12 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
     if !(4..=7).contains(&args.len()) {
         return Reply::WrongArity;
     }
-    let raw: Vec<&[u8]> = args[2..].iter().map(|a| a.as_slice()).collect();
-    let r = match parse(&raw) {
+    // At most 5 arguments after the key (checked above): no vector for them.
+    let mut raw: [&[u8]; 5] = [&[]; 5];
+    for (r, a) in raw.iter_mut().zip(&args[2..]) {
+        *r = a.as_slice();
+    }
+    let r = match parse(&raw[..args.len() - 2]) {
         Ok(r) => r,
         Err(e) => return e,
     };
@@ -94,7 +98,7 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
         return e;
     }
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "bf.reserve", &args[1].string());
+    super::notify(ctx, c"bf.reserve", &args[1]);
     Reply::Ok
 }
 
