@@ -58,7 +58,7 @@ enum Shape {
 ///
 /// The single-item path: the key is opened once, and no batch machinery runs. On an existing
 /// filter nothing is allocated (the item is hashed and added in place); on a missing key the
-/// filter is created and its creation replicated as `BF.INSERT` (see [`replicate_as_insert`]).
+/// filter is created and its creation replicated as `BF.INSERT` (see `replicate_as_insert`).
 /// Replies, replication and keyspace events are the same as the shared add loop gives for one
 /// item.
 pub fn bf_add(ctx: &Context, args: &[Arg]) -> Reply {
@@ -103,7 +103,7 @@ pub fn bf_add(ctx: &Context, args: &[Arg]) -> Reply {
 }
 
 /// BF.ADD on a missing key: a default filter holding `item`, made and filled before it is
-/// stored, replicated as `BF.INSERT` ([`replicate_as_insert`]).
+/// stored, replicated as `BF.INSERT` (`replicate_as_insert`).
 fn add_to_new(ctx: &Context, key: &RedisKeyWritable, key_name: &Arg, item: &Arg) -> Reply {
     let creation = Creation::defaults();
     let mut chain = match new_filter(ctx, key_name.as_slice(), "BF.ADD", creation.params()) {
