@@ -218,6 +218,10 @@ struct Shape {
     n2: u8,
 }
 
+/// Hash counts from which [`Layer::set`] on a small layer prepares a modulus for the call
+/// instead of dividing k times (a preparation costs about two divisions).
+pub const SET_PREPARE_MIN_HASHES: u32 = 4;
+
 /// Layers from this many bytes (64 KiB) up to [`PREPARED_MODULUS_MAX_BYTES`] use a prepared
 /// modulus. Smaller ones (filters of up to about 47 000 items at 1 %, the per-user kind) use
 /// the hardware division: a few nanoseconds more per command, but no 32-byte allocation per
@@ -335,10 +339,22 @@ impl Layer {
     }
 
     /// Sets the k bits of `h`. Does not touch the item count.
+    ///
+    /// A small layer (under [`PREPARED_MODULUS_MIN_BYTES`], which keeps no prepared modulus)
+    /// prepares one for the call when k ≥ [`SET_PREPARE_MIN_HASHES`]: on the project's machine
+    /// (AMD EPYC, a 1 152-bit layer) preparing it and 7 remainders by multiplication took 45 ns
+    /// against 94 ns for 7 hardware divisions, while one division alone takes 14 ns and a
+    /// preparation 32 (a throwaway loop over a million hash pairs, 3 rounds alike).
     #[inline]
     pub fn set(&mut self, h: &HashPair) {
         match self.prepared().copied() {
             Some(m) => self.set_by(|i| h.position_in(i, &m)),
+            None if (self.data.len() as u64) < PREPARED_MODULUS_MIN_BYTES
+                && self.shape.hashes >= SET_PREPARE_MIN_HASHES =>
+            {
+                let m = Modulus::new(self.modulus().max(1));
+                self.set_by(|i| h.position_in(i, &m))
+            }
             None => {
                 let m = self.modulus();
                 self.set_by(|i| h.position(i, m))
