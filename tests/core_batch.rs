@@ -226,6 +226,39 @@ fn batched_add_finds_items_of_every_layer_in_batches_of_any_length() {
     check_both(&three, &mixed);
 }
 
+/// A small older layer under a big newest one (expansion 1000): no first pass over the older
+/// layers (they stay in cache), while the newest layer's positions are computed ahead of each
+/// add; items of the small layer must still be found there.
+#[test]
+fn batched_add_checks_small_older_layers_under_a_big_newest_one() {
+    let mut chain = Chain::new(1000, 0.01, 1000, false, u64::MAX).unwrap();
+    let old = named("small-layer", 1000);
+    for h in &old {
+        chain.add_hashed(h, u64::MAX).unwrap();
+    }
+    chain
+        .add_hashed(&HashPair::hash64(b"grow"), u64::MAX)
+        .unwrap();
+    assert_eq!(chain.layers.len(), 2);
+    assert!(chain.layers[0].data.len() as u64 <= PREFETCH_MIN_BYTES / 64);
+    assert!(chain.layers[1].data.len() as u64 >= PREFETCH_MIN_BYTES);
+    let mut batch = named("fresh", 300);
+    batch.extend_from_slice(&old[..300]);
+    batch.extend_from_slice(&named("fresh", 50));
+    batch.sort_by_key(|h| h.b.rotate_left(5));
+    let (outcomes, _) = add_both(&chain, &batch, u64::MAX);
+    for (h, r) in batch.iter().zip(&outcomes) {
+        if old.contains(h) {
+            assert_eq!(*r, Ok(AddOutcome::Exists));
+        }
+    }
+    assert!(
+        (290..=300).contains(&added(&outcomes)),
+        "{}",
+        added(&outcomes)
+    );
+}
+
 #[test]
 fn batched_add_on_full_nonscaling_prefetched_layer_stops_at_first_full() {
     let mut chain = Chain::new(1_000_000, 0.01, 2, true, u64::MAX).unwrap();

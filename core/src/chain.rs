@@ -225,11 +225,15 @@ impl Chain {
     /// found there exists, at any point of the batch. The items are then added strictly in
     /// order, each tested against the newest layers only, so duplicates inside the batch and
     /// layer growth behave as item by item. Software pipelining in that pass: while item `i`
-    /// is added, the first [`ADD_PREFETCH_PROBES`] bit positions (all k of a usual filter) of
-    /// item `i + PREFETCH_DISTANCE` are prefetched in the newest layer, where a new item is
-    /// tested and then set (the first [`CHECK_PREFETCH_PROBES`] only, while the newest layer
-    /// is full: the item will go to a layer that does not exist yet), and in any older layer
-    /// the first pass did not cover. Allocates one flag per item when the first pass runs.
+    /// is added, the k bit positions of item `i + PREFETCH_DISTANCE` in the newest layer
+    /// (where a new item is tested and then set) are computed and prefetched, and item
+    /// `i + PREFETCH_DISTANCE` later tests and sets exactly those, computing none again, as
+    /// long as that layer is still the newest and takes new items (for k ≤
+    /// [`ADD_PREFETCH_PROBES`], every usual filter). Otherwise (a full newest layer: the item
+    /// will go to a layer that does not exist yet; a small one; a larger k) the first
+    /// [`CHECK_PREFETCH_PROBES`] or [`ADD_PREFETCH_PROBES`] positions are prefetched as hints
+    /// and the item is added the usual way. Allocates one flag per item when the first pass
+    /// runs.
     pub fn add_many(
         &mut self,
         hashes: &[HashPair],
@@ -245,21 +249,91 @@ impl Chain {
             (0, Vec::new())
         };
         let known = |i: usize| in_older.get(i).copied().unwrap_or(false);
-        for (i, h) in hashes.iter().enumerate() {
-            let ahead = i + PREFETCH_DISTANCE;
-            if ahead < hashes.len() && !known(ahead) {
-                self.prefetch_for_add(&hashes[ahead], older_checked);
+        // The newest layer's bit positions of the items PREFETCH_DISTANCE ahead, computed (and
+        // prefetched) once and used again by their own add.
+        let mut ahead = [Ahead::NONE; PREFETCH_DISTANCE];
+        let prepare = |chain: &Chain, j: usize, slot: &mut Ahead| {
+            *slot = Ahead::NONE;
+            if !known(j) && !chain.prepare_newest(&hashes[j], slot) {
+                chain.prefetch_for_add(&hashes[j], older_checked);
             }
+        };
+        for (j, slot) in ahead.iter_mut().enumerate().take(hashes.len()) {
+            prepare(self, j, slot);
+        }
+        for (i, h) in hashes.iter().enumerate() {
+            let slot = &mut ahead[i % PREFETCH_DISTANCE];
             let r = if known(i) {
                 Ok(AddOutcome::Exists)
             } else {
-                self.add_checking_from(older_checked, h, &mut budget, |p| p)
+                match self.add_at_positions(older_checked, h, slot) {
+                    Some(r) => r,
+                    None => self.add_checking_from(older_checked, h, &mut budget, |p| p),
+                }
             };
             result(i, r);
             if r == Err(AddError::Full) {
                 return;
             }
+            if i + PREFETCH_DISTANCE < hashes.len() {
+                prepare(self, i + PREFETCH_DISTANCE, slot);
+            }
         }
+    }
+
+    /// Computes and prefetches the newest layer's k bit positions of `h` into `slot` when the
+    /// newest layer will take a new item (not full), is out of cache (at least
+    /// [`PREFETCH_MIN_BYTES`]) and k ≤ [`ADD_PREFETCH_PROBES`]. Returns whether it did.
+    fn prepare_newest(&self, h: &HashPair, slot: &mut Ahead) -> bool {
+        let Some(newest) = self.layers.len().checked_sub(1) else {
+            return false;
+        };
+        let layer = &self.layers[newest];
+        let k = layer.params().hashes as usize;
+        if (layer.data.len() as u64) < PREFETCH_MIN_BYTES
+            || k > slot.positions.len()
+            || self.needs_new_layer()
+        {
+            return false;
+        }
+        for (i, p) in slot.positions.iter_mut().take(k).enumerate() {
+            *p = layer.position(h, i as u64);
+            layer.prefetch_bit_to_set(*p);
+        }
+        slot.layer = newest;
+        slot.count = k;
+        true
+    }
+
+    /// The add of [`Chain::add_checking_from`] for an item whose newest-layer positions `slot`
+    /// holds ([`Chain::prepare_newest`]), when they are still those of the newest layer and
+    /// that layer still takes new items: the same outcome, the same bits, without computing
+    /// the positions again. `None` when the slot does not apply (the caller then adds the
+    /// usual way).
+    fn add_at_positions(
+        &mut self,
+        first: usize,
+        h: &HashPair,
+        slot: &Ahead,
+    ) -> Option<Result<AddOutcome, AddError>> {
+        let newest = self.layers.len().checked_sub(1)?;
+        if slot.layer != newest || self.needs_new_layer() || self.size == u64::MAX {
+            return None;
+        }
+        let positions = &slot.positions[..slot.count];
+        let last = &self.layers[newest];
+        if positions.iter().all(|&x| last.bit(x))
+            || self.layers[first.min(newest)..newest]
+                .iter()
+                .any(|l| l.contains(h))
+        {
+            return Some(Ok(AddOutcome::Exists));
+        }
+        let last = &mut self.layers[newest];
+        positions.iter().for_each(|&x| last.set_bit(x));
+        last.size += 1;
+        self.size += 1;
+        Some(Ok(AddOutcome::Added))
     }
 
     /// The prefetching of [`Chain::add_many`] for one item, in layers `from..`.
@@ -416,6 +490,23 @@ impl Chain {
                 .map(|l| LAYER_OVERHEAD + l.data.len() as u64)
                 .sum::<u64>()
     }
+}
+
+/// An item's bit positions in the newest layer, computed ahead of its add by
+/// [`Chain::add_many`] (`layer` is that layer's index; `usize::MAX`: none computed).
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    layer: usize,
+    count: usize,
+    positions: [u64; ADD_PREFETCH_PROBES as usize],
+}
+
+impl Ahead {
+    const NONE: Ahead = Ahead {
+        layer: usize::MAX,
+        count: 0,
+        positions: [0; ADD_PREFETCH_PROBES as usize],
+    };
 }
 
 /// One item's lookup in progress in [`check_interleaved`]: the layer and probe it is at, and

@@ -376,6 +376,19 @@ impl Layer {
         self.data[(x >> 3) as usize] & (1u8 << (x & 7)) != 0
     }
 
+    /// Sets bit `x` (a position from [`Layer::position`]). Does not touch the item count.
+    #[inline(always)]
+    pub fn set_bit(&mut self, x: u64) {
+        self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
+    }
+
+    /// [`Layer::prefetch_bit`] for a bit about to be set: the line is loaded into every cache
+    /// level (the write needs it there), where `prefetch_bit` keeps it out of the outer ones.
+    #[inline(always)]
+    pub fn prefetch_bit_to_set(&self, x: u64) {
+        prefetch_index(&self.data, (x >> 3) as usize);
+    }
+
     /// Asks the CPU to start loading the cache line of bit `x` (a position from
     /// [`Layer::position`]) without waiting for it: a hint that changes nothing.
     #[inline(always)]
