@@ -38,6 +38,21 @@ fn big_chain(room: u64) -> Chain {
     c
 }
 
+/// `big_chain(room)` with `old` items set in its oldest layer only (bits, no counters) and
+/// `new` items added to its newest layer; returns the chain and both item lists.
+fn planted(room: u64, old: u32, new: u32) -> (Chain, Vec<HashPair>, Vec<HashPair>) {
+    let mut chain = big_chain(room);
+    let old = named("old", old);
+    for h in &old {
+        chain.layers[0].set(h);
+    }
+    let new = named("new", new);
+    for h in &new {
+        chain.add_hashed(h, u64::MAX).unwrap();
+    }
+    (chain, old, new)
+}
+
 fn named(prefix: &str, n: u32) -> Vec<HashPair> {
     (0..n)
         .map(|i| HashPair::hash64(format!("{prefix}:{i}").as_bytes()))
@@ -130,16 +145,8 @@ fn batched_paths_equal_item_by_item_on_small_layers() {
 
 #[test]
 fn batched_check_equals_item_by_item_on_prefetched_layers() {
-    let mut chain = big_chain(1000);
     // Items present in the oldest layer only, items added now (newest layer), absent items.
-    let old_only = named("old", 50);
-    for h in &old_only {
-        chain.layers[0].set(h);
-    }
-    let new = named("new", 200);
-    for h in &new {
-        chain.add_hashed(h, u64::MAX).unwrap();
-    }
+    let (chain, old_only, new) = planted(1000, 50, 200);
     let mut probes = named("absent", 5000);
     probes.extend_from_slice(&old_only);
     probes.extend_from_slice(&new);
@@ -179,15 +186,7 @@ fn batched_add_equals_item_by_item_on_prefetched_layers() {
 /// the lookups kept in flight; a small layer between two big ones.
 #[test]
 fn batched_add_finds_items_of_every_layer_in_batches_of_any_length() {
-    let mut chain = big_chain(3000);
-    let old_only = named("old", 40);
-    for h in &old_only {
-        chain.layers[0].set(h);
-    }
-    let newest_only = named("newest", 40);
-    for h in &newest_only {
-        chain.add_hashed(h, u64::MAX).unwrap();
-    }
+    let (chain, old_only, newest_only) = planted(3000, 40, 40);
     let mut mixed: Vec<HashPair> = named("fresh", 120);
     mixed.extend_from_slice(&old_only);
     mixed.extend_from_slice(&newest_only);

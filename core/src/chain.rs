@@ -177,13 +177,13 @@ impl Chain {
         mut answer: impl FnMut(usize, bool),
     ) {
         let mut found = [false; BATCH_ITEMS];
-        let interleave = self.interleave(&self.layers);
+        let interleaved = interleave(&self.layers);
         let mut hashes = Vec::new();
         for first in (0..count).step_by(BATCH_ITEMS) {
             let found = &mut found[..(count - first).min(BATCH_ITEMS)];
             hashes.clear();
             hashes.extend((first..first + found.len()).map(&mut hash_of));
-            if interleave {
+            if interleaved {
                 check_interleaved(&self.layers, &hashes, found);
             } else {
                 found.fill(false);
@@ -202,16 +202,6 @@ impl Chain {
                 answer(first + i, *f);
             }
         }
-    }
-
-    /// Whether a batch should look `layers` up by [`check_interleaved`]: some layer is at
-    /// least [`PREFETCH_MIN_BYTES`] (out of cache), and every layer has k ≥ 1 (always true of
-    /// a valid layer; the interleaved walk reads a first probe before it counts them).
-    fn interleave(&self, layers: &[Layer]) -> bool {
-        layers
-            .iter()
-            .any(|l| l.data.len() as u64 >= PREFETCH_MIN_BYTES)
-            && layers.iter().all(|l| l.params().hashes > 0)
     }
 
     /// Adds a batch of hashed items in order, calling `result(index, outcome)` for each and
@@ -241,7 +231,7 @@ impl Chain {
         mut result: impl FnMut(usize, Result<AddOutcome, AddError>),
     ) {
         let newest = self.layers.len().saturating_sub(1);
-        let (older_checked, in_older) = if self.interleave(&self.layers[..newest]) {
+        let (older_checked, in_older) = if interleave(&self.layers[..newest]) {
             let mut found = vec![false; hashes.len()];
             check_interleaved(&self.layers[..newest], hashes, &mut found);
             (newest, found)
@@ -266,10 +256,10 @@ impl Chain {
             let r = if known(i) {
                 Ok(AddOutcome::Exists)
             } else {
-                match self.add_at_positions(older_checked, h, slot) {
-                    Some(r) => r,
-                    None => self.add_checking_from(older_checked, h, &mut budget, |p| p),
-                }
+                // The positions apply while the layer they were computed for is the newest.
+                let positions = (self.layers.len().checked_sub(1) == Some(slot.layer))
+                    .then(|| &slot.positions[..slot.count]);
+                self.add_checking_from(older_checked, h, positions, &mut budget, |p| p)
             };
             result(i, r);
             if r == Err(AddError::Full) {
@@ -298,42 +288,11 @@ impl Chain {
         }
         for (i, p) in slot.positions.iter_mut().take(k).enumerate() {
             *p = layer.position(h, i as u64);
-            layer.prefetch_bit_to_set(*p);
+            layer.prefetch_bit_all_levels(*p);
         }
         slot.layer = newest;
         slot.count = k;
         true
-    }
-
-    /// The add of [`Chain::add_checking_from`] for an item whose newest-layer positions `slot`
-    /// holds ([`Chain::prepare_newest`]), when they are still those of the newest layer and
-    /// that layer still takes new items: the same outcome, the same bits, without computing
-    /// the positions again. `None` when the slot does not apply (the caller then adds the
-    /// usual way).
-    fn add_at_positions(
-        &mut self,
-        first: usize,
-        h: &HashPair,
-        slot: &Ahead,
-    ) -> Option<Result<AddOutcome, AddError>> {
-        let newest = self.layers.len().checked_sub(1)?;
-        if slot.layer != newest || self.needs_new_layer() || self.size == u64::MAX {
-            return None;
-        }
-        let positions = &slot.positions[..slot.count];
-        let last = &self.layers[newest];
-        if positions.iter().all(|&x| last.bit(x))
-            || self.layers[first.min(newest)..newest]
-                .iter()
-                .any(|l| l.contains(h))
-        {
-            return Some(Ok(AddOutcome::Exists));
-        }
-        let last = &mut self.layers[newest];
-        positions.iter().for_each(|&x| last.set_bit(x));
-        last.size += 1;
-        self.size += 1;
-        Some(Ok(AddOutcome::Added))
     }
 
     /// The prefetching of [`Chain::add_many`] for one item, in layers `from..`.
@@ -391,22 +350,34 @@ impl Chain {
         budget: impl FnOnce(&Chain) -> u64,
         size_layer: impl FnOnce(LayerParams) -> LayerParams,
     ) -> Result<AddOutcome, AddError> {
-        self.add_checking_from(0, h, budget, size_layer)
+        self.add_checking_from(0, h, None, budget, size_layer)
     }
 
     /// [`Chain::add_hashed_sized`] for an item the caller knows is in none of the layers
-    /// before `first` (they are not looked at).
+    /// before `first` (they are not looked at). `newest_positions`, when given, are the item's
+    /// k bit positions in the current newest layer (from [`Layer::position`]): that layer is
+    /// then tested, and set if it takes the item, at those positions instead of computing
+    /// them again.
     fn add_checking_from(
         &mut self,
         first: usize,
         h: &HashPair,
+        newest_positions: Option<&[u64]>,
         budget: impl FnOnce(&Chain) -> u64,
         size_layer: impl FnOnce(LayerParams) -> LayerParams,
     ) -> Result<AddOutcome, AddError> {
+        let newest = self.layers.len().checked_sub(1);
+        let present = |n: usize, l: &Layer| match newest_positions {
+            Some(p) if Some(n) == newest => p.iter().all(|&x| l.bit(x)),
+            _ => l.contains(h),
+        };
         if self
             .layers
-            .get(first..)
-            .is_some_and(|l| l.iter().rev().any(|l| l.contains(h)))
+            .iter()
+            .enumerate()
+            .skip(first)
+            .rev()
+            .any(|(n, l)| present(n, l))
         {
             return Ok(AddOutcome::Exists);
         }
@@ -415,6 +386,7 @@ impl Chain {
         if self.size == u64::MAX {
             return Err(AddError::CannotGrow);
         }
+        let mut set_at = newest_positions;
         if self.needs_new_layer() {
             if self.is_nonscaling() {
                 return Err(AddError::Full);
@@ -427,9 +399,14 @@ impl Chain {
                 return Err(AddError::CannotGrow);
             }
             self.push_layer(params)?;
+            // The positions were those of the layer that was newest.
+            set_at = None;
         }
         let last = self.layers.last_mut().ok_or(AddError::CannotGrow)?;
-        last.set(h);
+        match set_at {
+            Some(p) => p.iter().for_each(|&x| last.set_bit(x)),
+            None => last.set(h),
+        }
         last.size += 1;
         self.size += 1;
         Ok(AddOutcome::Added)
@@ -490,6 +467,16 @@ impl Chain {
                 .map(|l| LAYER_OVERHEAD + l.data.len() as u64)
                 .sum::<u64>()
     }
+}
+
+/// Whether a batch should look `layers` up by [`check_interleaved`]: some layer is at least
+/// [`PREFETCH_MIN_BYTES`] (out of cache), and every layer has k ≥ 1 (always true of a valid
+/// layer; the interleaved walk reads a first probe before it counts them).
+fn interleave(layers: &[Layer]) -> bool {
+    layers
+        .iter()
+        .any(|l| l.data.len() as u64 >= PREFETCH_MIN_BYTES)
+        && layers.iter().all(|l| l.params().hashes > 0)
 }
 
 /// An item's bit positions in the newest layer, computed ahead of its add by

@@ -382,10 +382,11 @@ impl Layer {
         self.data[(x >> 3) as usize] |= 1u8 << (x & 7);
     }
 
-    /// [`Layer::prefetch_bit`] for a bit about to be set: the line is loaded into every cache
-    /// level (the write needs it there), where `prefetch_bit` keeps it out of the outer ones.
+    /// [`Layer::prefetch_bit`] into every cache level, for a bit about to be set (the write
+    /// needs the line there) or read more than once; `prefetch_bit` keeps the line out of the
+    /// outer levels.
     #[inline(always)]
-    pub fn prefetch_bit_to_set(&self, x: u64) {
+    pub fn prefetch_bit_all_levels(&self, x: u64) {
         prefetch_index(&self.data, (x >> 3) as usize);
     }
 
@@ -402,24 +403,8 @@ impl Layer {
     /// of several items overlap.
     #[inline]
     pub fn prefetch(&self, h: &HashPair, probes: u32) {
-        self.prefetch_using(h, probes, self.prepared())
-    }
-
-    /// [`Layer::prefetch`] with a modulus kept by the caller (see [`Layer::contains_using`]).
-    #[inline]
-    pub fn prefetch_using(&self, h: &HashPair, probes: u32, m: Option<&Modulus>) {
-        let probes = u64::from(probes.min(self.shape.hashes));
-        match m {
-            Some(m) => (0..probes).for_each(|i| {
-                prefetch_index(&self.data, (h.position_in(i, m) >> 3) as usize);
-            }),
-            None => {
-                let m = self.modulus();
-                (0..probes).for_each(|i| {
-                    prefetch_index(&self.data, (h.position(i, m) >> 3) as usize);
-                });
-            }
-        }
+        let probes = probes.min(self.shape.hashes);
+        (0..u64::from(probes)).for_each(|i| self.prefetch_bit_all_levels(self.position(h, i)));
     }
 }
 

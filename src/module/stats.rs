@@ -1,8 +1,9 @@
 //! Module-wide counters behind the `INFO bf` section (`docs/commands.md` ("Additions")): filters, layers,
 //! items and bit-array bytes currently held by this server, updated on every create, load,
 //! copy, growth, add and free; plus active-defrag hits and misses and the bytes the background
-//! freeing thread has yet to free. All counters are atomics: filters may be freed on Redis'
-//! lazyfree thread.
+//! freeing thread has yet to free. Filters may be freed on Redis' lazyfree thread: the main
+//! thread updates its own counters without locked instructions, other threads add theirs
+//! atomically or under a lock, and readers sum both.
 
 use crate::bloom::Chain;
 use crate::module::alloc::{FREE_PENDING_BYTES, HEAP_ALLOCATIONS};
@@ -58,8 +59,7 @@ impl SplitCounter {
     /// [`SplitCounter::add`] for a caller that knows it runs on the main thread.
     #[inline]
     fn add_on_main(&self, delta: i64) {
-        let v = self.main.load(Ordering::Relaxed);
-        self.main.store(v.wrapping_add(delta), Ordering::Relaxed);
+        add_unlocked(&self.main, delta);
     }
 
     /// The count.
@@ -70,10 +70,15 @@ impl SplitCounter {
     }
 }
 
-static FILTERS: SplitCounter = SplitCounter::new();
-static LAYERS: SplitCounter = SplitCounter::new();
-static ITEMS: SplitCounter = SplitCounter::new();
-static BYTES: SplitCounter = SplitCounter::new();
+/// Adds `delta` to a counter only the calling thread writes: a plain load and store.
+#[inline]
+fn add_unlocked(counter: &AtomicI64, delta: i64) {
+    let v = counter.load(Ordering::Relaxed);
+    counter.store(v.wrapping_add(delta), Ordering::Relaxed);
+}
+
+/// Filters, layers, items and bytes as changed on the main thread (its only writer).
+static MAIN_THREAD_COUNTS: [AtomicI64; 4] = [const { AtomicI64::new(0) }; 4];
 static DEFRAG_HITS: SplitCounter = SplitCounter::new();
 static DEFRAG_MISSES: SplitCounter = SplitCounter::new();
 
@@ -111,9 +116,9 @@ impl Footprint {
 fn apply(filters: i64, f: Footprint, sign: i64) {
     let deltas = [filters, f.layers, f.items, f.bytes].map(|d| d * sign);
     if MAIN_THREAD.with(Cell::get) {
-        for (counter, delta) in [&FILTERS, &LAYERS, &ITEMS, &BYTES].into_iter().zip(deltas) {
+        for (counter, delta) in MAIN_THREAD_COUNTS.iter().zip(deltas) {
             if delta != 0 {
-                counter.add_on_main(delta);
+                add_unlocked(counter, delta);
             }
         }
     } else {
@@ -127,9 +132,9 @@ fn apply(filters: i64, f: Footprint, sign: i64) {
 /// The filter counters: filters, layers, items, bytes.
 fn filter_counts() -> [i64; 4] {
     let other = *OTHER_THREADS.lock().unwrap_or_else(|e| e.into_inner());
-    let mut counts = [&FILTERS, &LAYERS, &ITEMS, &BYTES].map(SplitCounter::get);
-    for (c, o) in counts.iter_mut().zip(other) {
-        *c = c.wrapping_add(o);
+    let mut counts = [0i64; 4];
+    for ((c, main), o) in counts.iter_mut().zip(&MAIN_THREAD_COUNTS).zip(other) {
+        *c = main.load(Ordering::Relaxed).wrapping_add(o);
     }
     counts
 }

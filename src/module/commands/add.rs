@@ -413,7 +413,7 @@ fn add_items(
         let argv: Vec<_> = std::iter::once(key_name.inner)
             .chain(added_items())
             .collect();
-        replicate_strings(ctx, c"BF.MADD", &argv);
+        replicate_strings(ctx, c"BF.MADD", &[&argv]);
     }
     if added_count > 0 {
         notify(ctx, c"bf.add", key_name);
@@ -424,17 +424,21 @@ fn add_items(
     }
 }
 
-/// Replicates `command argv…`, sharing the given strings (Redis takes a reference to each,
-/// copying none).
-fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModuleString]) {
-    // Up to 16 strings go as that many `s` specifiers: Redis then sizes its argument vector
-    // exactly, where the `v` specifier makes it grow the vector (a reallocation per command).
+/// Replicates `command` followed by the strings of `parts`, in order, sharing them (Redis
+/// takes a reference to each, copying none).
+fn replicate_strings(ctx: &Context, command: &CStr, parts: &[&[*mut raw::RedisModuleString]]) {
+    // Up to 16 strings go as that many `s` specifiers, assembled on the stack: Redis then
+    // sizes its argument vector exactly, where the `v` specifier makes it grow the vector (a
+    // reallocation per command).
     const FORMAT: &[u8; 17] = b"ssssssssssssssss\0";
-    if argv.len() <= 16 {
-        let format = &FORMAT[16 - argv.len()..];
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len <= 16 {
+        let format = &FORMAT[16 - len..];
         let mut a = [std::ptr::null_mut(); 16];
-        a[..argv.len()].copy_from_slice(argv);
-        // SAFETY: live context; `format` is NUL-terminated and has exactly `argv.len()` `s`
+        for (slot, s) in a.iter_mut().zip(parts.iter().flat_map(|p| p.iter())) {
+            *slot = *s;
+        }
+        // SAFETY: live context; `format` is NUL-terminated and has exactly `len` `s`
         // specifiers, each matched by a live string of this command (its arguments, or
         // strings that outlive the call); Redis increments their reference counts. The
         // remaining (null) arguments are never read: C ignores variadic arguments beyond the
@@ -464,6 +468,7 @@ fn replicate_strings(ctx: &Context, command: &CStr, argv: &[*mut raw::RedisModul
         }
         return;
     }
+    let argv: Vec<_> = parts.concat();
     // SAFETY: live context; format "v" takes a (RedisModuleString **, size_t) pair over live
     // strings of this command, as above.
     unsafe {
@@ -515,19 +520,7 @@ fn replicate_as_insert(
             head[n] = s;
             n += 1;
         }
-        // A command of a few items (BF.ADD's one) is assembled on the stack.
-        const SHORT: usize = 8;
-        let mut short = [std::ptr::null_mut(); 9 + SHORT];
-        let long: Vec<_>;
-        let argv = if items.len() <= SHORT {
-            short[..n].copy_from_slice(&head[..n]);
-            short[n..n + items.len()].copy_from_slice(items);
-            &short[..n + items.len()]
-        } else {
-            long = head[..n].iter().chain(items).copied().collect();
-            &long[..]
-        };
-        replicate_strings(ctx, c"BF.INSERT", argv);
+        replicate_strings(ctx, c"BF.INSERT", &[&head[..n], items]);
     });
 }
 
