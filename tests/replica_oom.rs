@@ -138,3 +138,157 @@ fn replica_under_a_memory_limit_still_applies_what_fits() {
     let present: i64 = common::cmd("BF.EXISTS k last").query(&mut r).unwrap();
     assert_eq!(present, 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Window filters: every path that allocates follows the same rule, on every supported server.
+
+/// A window filter whose generations take about 266 MiB each (160 million items at
+/// 0.01 / 6): twice the headroom.
+const BIG_WINDOW: &str = "0.01 640000000 WINDOW 3600000";
+
+/// How each window case prepares the primary (before the replica attaches, so that nothing
+/// big is allocated on the replica first) and the command that makes the replica allocate.
+struct WindowCase {
+    name: &'static str,
+    /// The command named in the module's abort line: the one the replica receives (a window
+    /// add reaches it rewritten as `BF.INSERT … GENERATION g`).
+    command: &'static str,
+    /// Prepares the primary; returns the command to send once the replica is limited.
+    setup: fn(&mut Connection) -> redis::Cmd,
+}
+
+/// Fills the first layer of `w`'s current generation (25 items) without growing it.
+fn fill_generation(p: &mut Connection) {
+    let items: Vec<String> = (0..25).map(|i| format!("fill{i}")).collect();
+    let _: Vec<i64> = common::cmd("BF.MADD w").arg(&items).query(p).unwrap();
+    let card: i64 = common::cmd("BF.CARD w").query(p).unwrap();
+    let layers: Vec<Value> = common::cmd("BF.INFO w FILTERS").query(p).unwrap();
+    assert_eq!((card, &layers[..]), (25, &[Value::Int(1)][..]));
+}
+
+const WINDOW_CASES: &[WindowCase] = &[
+    WindowCase {
+        name: "a new generation",
+        command: "BF.INSERT",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE w {BIG_WINDOW}"))
+                .query(p)
+                .unwrap();
+            common::cmd("BF.MADD w a b c")
+        },
+    },
+    WindowCase {
+        name: "growth inside a generation",
+        command: "BF.INSERT",
+        setup: |p| {
+            // First layer: 25 items; the next one 25 × 6 400 000 = 160 million.
+            let _: String = common::cmd("BF.RESERVE w 0.01 100 WINDOW 3600000 EXPANSION 6400000")
+                .query(p)
+                .unwrap();
+            fill_generation(p);
+            common::cmd("BF.MADD w last other")
+        },
+    },
+    WindowCase {
+        name: "an implicit creation",
+        command: "BF.INSERT",
+        setup: |_| common::cmd("BF.INSERT w CAPACITY 640000000 WINDOW 3600000 ITEMS a b"),
+    },
+    WindowCase {
+        name: "the window LOADCHUNK header",
+        command: "BF.LOADCHUNK",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
+                .query(p)
+                .unwrap();
+            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            let (iter, header): (i64, Vec<u8>) =
+                common::cmd("BF.SCANDUMP src 0").query(p).unwrap();
+            let _: i64 = common::cmd("DEL src").query(p).unwrap();
+            let mut c = common::cmd("BF.LOADCHUNK w");
+            c.arg(iter).arg(header);
+            c
+        },
+    },
+    WindowCase {
+        name: "RESTORE",
+        command: "RESTORE",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
+                .query(p)
+                .unwrap();
+            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            let payload: Vec<u8> = common::cmd("DUMP src").query(p).unwrap();
+            let _: i64 = common::cmd("DEL src").query(p).unwrap();
+            let mut c = common::cmd("RESTORE w 0");
+            c.arg(payload);
+            c
+        },
+    },
+];
+
+#[test]
+fn window_replica_that_cannot_allocate_aborts_on_every_server() {
+    for (server, bin) in common::servers() {
+        for case in WINDOW_CASES {
+            let primary = Server::start_on(&bin, &[], &[]);
+            let mut replica = Server::start_on(&bin, &[], &[]);
+            let mut p = primary.conn();
+            let trigger = (case.setup)(&mut p);
+            attach_replica(&replica, &primary);
+            limit_memory(&mut replica.conn());
+            let r: Value = trigger.query(&mut p).unwrap();
+            assert!(!matches!(r, Value::ServerError(_)), "{server}, {}: {r:?}", case.name);
+            if !exits_within(&mut replica, Duration::from_secs(20)) {
+                let mut rc = replica.conn();
+                let answers: Value = common::cmd("BF.MEXISTS w a b c last x").query(&mut rc).unwrap();
+                panic!(
+                    "{server}, {}: the replica stayed up after failing a replicated {} \
+                     (BF.MEXISTS: {answers:?}); log:\n{}",
+                    case.name,
+                    case.command,
+                    replica.log()
+                );
+            }
+            assert_abort_line(&replica.log(), case.command, &format!("{server}, {}", case.name));
+        }
+    }
+}
+
+/// The replica's or loader's log names the out-of-memory abort: the module's own line (with
+/// the command) or the server allocator's, which aborts by itself on servers without
+/// `RedisModule_TryCalloc` and for buffers Redis allocates itself (RESTORE's payload).
+fn assert_abort_line(log: &str, command: &str, what: &str) {
+    let line = log
+        .lines()
+        .find(|l| l.contains("bf: out of memory") || l.contains("Out Of Memory allocating"))
+        .unwrap_or_else(|| panic!("{what}: no out-of-memory line in the log:\n{log}"));
+    if line.contains("bf: out of memory") {
+        assert!(line.contains(command) && line.contains("aborting"), "{what}: {line}");
+    }
+}
+
+#[test]
+fn window_aof_replay_that_cannot_allocate_aborts_on_every_server() {
+    for (server, bin) in common::servers() {
+        let mut s = Server::start_on(&bin, &[], &[("appendonly", "yes")]);
+        let mut c = s.conn();
+        let _: String = common::cmd(format!("BF.RESERVE w {BIG_WINDOW}"))
+            .query(&mut c)
+            .unwrap();
+        // What a fresh process of this server maps before it loads anything big.
+        let pid = common::info_str(&mut c, "server", "process_id");
+        let limit = common::proc_vm_bytes(&pid, "VmSize") + HEADROOM;
+        let r: Vec<i64> = common::cmd("BF.MADD w a b c").query(&mut c).unwrap();
+        assert_eq!(r, vec![1, 1, 1]);
+        drop(c);
+        let status = s.run_limited(limit, Duration::from_secs(30));
+        assert!(
+            status.is_some_and(|st| !st.success()),
+            "{server}: the AOF replay under a {limit}-byte address space did not abort \
+             ({status:?}); log:\n{}",
+            s.log()
+        );
+        assert_abort_line(&s.log(), "BF.INSERT", server);
+    }
+}

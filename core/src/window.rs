@@ -212,6 +212,30 @@ impl Window {
         Ok(at_least_min_bits(p, self.error))
     }
 
+    /// Bytes of the bit arrays this window holds at its capacity: [`LIVE`] generations, each
+    /// with its first layer ([`Window::generation_params`]); what a new window filter is
+    /// admitted against, so that one that can never hold its capacity is refused at creation
+    /// rather than refusing adds a generation later. Growth under bursts comes on top.
+    ///
+    /// Errors: as [`Window::generation_params`].
+    pub fn bytes_at_capacity(&self) -> Result<u64, LayerError> {
+        Ok(self.generation_params()?.bytes.saturating_mul(LIVE))
+    }
+
+    /// Bytes of the bit array the next add of a new item may have to allocate: the newest
+    /// generation's next layer when the current generation has its chain, else a new
+    /// generation's first layer (0 when neither can be sized). For the log line of a
+    /// replicated add that could not allocate it.
+    pub fn next_array_bytes(&self) -> u64 {
+        let next = match self.gens.last() {
+            Some((n, c)) if *n == self.generation => c
+                .next_layer_params()
+                .map(|p| at_least_min_bits(p, self.error)),
+            _ => self.generation_params(),
+        };
+        next.map_or(0, |p| p.bytes)
+    }
+
     /// The generation containing `now_ms` for this window.
     pub fn generation_at(&self, now_ms: u64) -> u64 {
         generation_at(now_ms, self.window_ms)

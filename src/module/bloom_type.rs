@@ -17,7 +17,7 @@ use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
-use redis_module::raw;
+use redis_module::{raw, Context, ContextFlags};
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -158,8 +158,45 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             stats::filter_created(&chain);
             Box::into_raw(Box::new(chain)).cast()
         }
-        _ => std::ptr::null_mut(),
+        _ => {
+            abort_if_load_must_apply(rdb, "MBbloom--");
+            std::ptr::null_mut()
+        }
     }
+}
+
+/// For a value of `type_name` that could not be loaded (its bit arrays could not be
+/// allocated — Redis allocates big RDB strings fallibly — or its bytes were refused): when
+/// the value had to be applied, logs a warning and aborts the server, as
+/// [`abort_diverging`](crate::module::memory::abort_diverging) does for commands. A value has
+/// to be applied while the server loads (an RDB or AOF at start-up, a replica's full
+/// synchronisation) and on a read-only replica, where only its primary can send a `RESTORE`
+/// (`MIGRATE`'s too), one the primary accepted: answering an error there would leave the
+/// replica "in sync" without the key. Anywhere else (a client's `RESTORE` on a primary)
+/// returns, and Redis answers `ERR Bad data format`.
+pub(crate) fn abort_if_load_must_apply(rdb: *mut raw::RedisModuleIO, type_name: &str) {
+    // SAFETY: `rdb` is the live I/O handle of the rdb_load call in progress; the context Redis
+    // returns for it lives as long as the handle, and GetContextFlags only reads server state.
+    let (io_ctx, flags) = unsafe {
+        let (Some(from_io), Some(get_flags)) = (
+            raw::RedisModule_GetContextFromIO,
+            raw::RedisModule_GetContextFlags,
+        ) else {
+            return;
+        };
+        let io_ctx = from_io(rdb);
+        (io_ctx, ContextFlags::from_bits_truncate(get_flags(io_ctx)))
+    };
+    let read_only_replica = flags.contains(ContextFlags::SLAVE | ContextFlags::READONLY);
+    if !(flags.contains(ContextFlags::LOADING) || read_only_replica) {
+        return;
+    }
+    Context::new(io_ctx).log_warning(&format!(
+        "bf: out of memory (or refused bytes): cannot load a {type_name} value from a \
+         replicated RESTORE or while loading; aborting the server rather than diverging from \
+         the primary (give this server as much memory as its primary)"
+    ));
+    std::process::abort();
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {

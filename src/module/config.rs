@@ -62,9 +62,25 @@ impl ErrorRate {
         if !(v > 0.0 && v < 1.0) {
             return Err("error rate must be in the range (0, 1)".into());
         }
+        if !can_size_layers(v) {
+            return Err("error rate too small: no filter layer can be sized for it".into());
+        }
         self.0.store(v.to_bits(), Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// True when both kinds of implicitly created filter can size their first layer at error rate
+/// `v`: a scaling filter's (at `v` × the tightening ratio) and a window filter's generation
+/// (at `v` / [`ERROR_DIVISOR`](crate::bloom::window::ERROR_DIVISOR)). A rate so small that
+/// these round to 0 (e.g. 5e-324) would make every implicit creation fail.
+fn can_size_layers(v: f64) -> bool {
+    use crate::bloom::chain::TIGHTENING_RATIO;
+    use crate::bloom::layer::{LayerParams, OPT_FORCE64, OPT_NOROUND};
+    use crate::bloom::window::ERROR_DIVISOR;
+    [v, v * TIGHTENING_RATIO, v / ERROR_DIVISOR]
+        .iter()
+        .all(|&e| LayerParams::for_capacity(1, e, OPT_NOROUND | OPT_FORCE64).is_ok())
 }
 
 impl ConfigurationValue<RedisString> for ErrorRate {
@@ -266,6 +282,19 @@ mod tests {
         assert_eq!(e.get(), 0.01);
         e.set_from(b"0.25").unwrap();
         assert_eq!(e.get(), 0.25);
+        // Rates whose layers cannot be sized are refused and change nothing; the smallest
+        // ones that can are kept.
+        for tiny in [&b"5e-324"[..], b"1e-323"] {
+            assert_eq!(
+                e.set_from(tiny).unwrap_err(),
+                "error rate too small: no filter layer can be sized for it",
+                "{}",
+                String::from_utf8_lossy(tiny)
+            );
+            assert_eq!(e.get(), 0.25);
+        }
+        e.set_from(b"2e-323").unwrap();
+        assert_eq!(e.get(), 2e-323);
     }
 
     #[test]
@@ -288,7 +317,7 @@ mod tests {
             ("0.01", "0.01"),
             ("1e-300", "1e-300"),
             ("0x1p-03", "0.125"),
-            ("0x2p-1075", "5e-324"),
+            ("0x8p-1075", "2e-323"),
             ("0.1000000000000000055511151231257827", "0.1"),
         ] {
             e.set_from(input.as_bytes()).unwrap();

@@ -50,10 +50,58 @@ pub unsafe extern "C" fn __wrap_Export_RedisModule_Init(
                 return raw::REDISMODULE_ERR as c_int;
             }
         }
+        quiet_defrag_registration();
         match raw::RedisModule_SetModuleAttribs {
             Some(set) => set(ctx, name, ver, apiver),
             None => return raw::REDISMODULE_ERR as c_int,
         }
     }
     raw::REDISMODULE_OK as c_int
+}
+
+/// Stands in for `RedisModule_RegisterDefragFunc` / `RedisModule_RegisterDefragCallbacks` on
+/// servers that lack them; never called (see [`quiet_defrag_registration`]). Refuses, so that a
+/// registration through it could never pass silently.
+unsafe extern "C" fn no_defrag_func(
+    _ctx: *mut raw::RedisModuleCtx,
+    _f: raw::RedisModuleDefragFunc,
+) -> c_int {
+    raw::REDISMODULE_ERR as c_int
+}
+
+/// See [`no_defrag_func`].
+unsafe extern "C" fn no_defrag_callbacks(
+    _ctx: *mut raw::RedisModuleCtx,
+    _start: raw::RedisModuleDefragFunc,
+    _end: raw::RedisModuleDefragFunc,
+) -> c_int {
+    raw::REDISMODULE_ERR as c_int
+}
+
+/// The redis-module crate's load sequence logs a warning ("defrag callbacks is not supported on
+/// the current Redis server") whenever the server lacks the global defrag registration
+/// functions (`RedisModule_RegisterDefragCallbacks` is Redis ≥ 8.0), although this module
+/// registers no global defrag function and its types' per-value `defrag` callbacks work
+/// wherever active defrag does (Redis 7.x and Valkey included). The crate only registers when
+/// its lists of global defrag functions are not empty (they are empty here), so giving it
+/// refusing stand-ins for the missing pointers silences the misleading line and changes
+/// nothing else.
+///
+/// # Safety
+/// Called once, during `RedisModule_OnLoad` on the main thread, right after the API pointers
+/// were filled in and before anything reads these two.
+unsafe fn quiet_defrag_registration() {
+    // SAFETY: see the function's contract: single-threaded, before any reader.
+    unsafe {
+        let (func, callbacks) = (
+            raw::RedisModule_RegisterDefragFunc,
+            raw::RedisModule_RegisterDefragCallbacks,
+        );
+        if func.is_none() {
+            raw::RedisModule_RegisterDefragFunc = Some(no_defrag_func);
+        }
+        if callbacks.is_none() {
+            raw::RedisModule_RegisterDefragCallbacks = Some(no_defrag_callbacks);
+        }
+    }
 }

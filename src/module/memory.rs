@@ -149,7 +149,7 @@ pub fn with_budget<T, E>(
 }
 
 /// For a write that must be applied (a command from the primary, or one replayed from the
-/// AOF) but could not allocate `bytes`: logs a warning naming the command and key, and aborts
+/// AOF) but could not allocate `bytes` (0: a size not known here): logs a warning naming the command and key, and aborts
 /// the server, as Redis aborts when its own allocator runs out. Answering an error instead
 /// would leave this server acknowledging a write it did not apply: a replica would stay "in
 /// sync" with missing items and, once promoted, answer false negatives.
@@ -159,8 +159,12 @@ pub fn abort_diverging(ctx: &Context, command: &str, key: &[u8], bytes: u64) {
     if !must_apply(&ctx.get_flags()) {
         return;
     }
+    let what = match bytes {
+        0 => "its bit arrays".to_string(),
+        n => format!("{n} bytes"),
+    };
     ctx.log_warning(&format!(
-        "bf: out of memory: cannot allocate {bytes} bytes to apply a replicated or loaded \
+        "bf: out of memory: cannot allocate {what} to apply a replicated or loaded \
          {command} on key '{}'; aborting the server rather than diverging from the primary \
          (give this server as much memory as its primary)",
         String::from_utf8_lossy(key)

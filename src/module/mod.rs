@@ -175,6 +175,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    if let Err(msg) = window_type::register_clock(ctx) {
+        ctx.log_warning(&format!("redis-bf: cannot follow the event loop for window filters' clock: {msg}"));
+        return Status::Err;
+    }
     // Commands are registered in lower case: Redis names the registered name in its arity
     // error (`ERR wrong number of arguments for 'bf.add' command`), as RedisBloom's replies do.
     const WRITE: (&CStr, &CStr) = (c"write deny-oom", c"write bloom");

@@ -26,6 +26,7 @@
 //! in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use (for testing
 //! servers whose clocks disagree; unset in production).
 
+use crate::bloom::dump::ChunkError;
 use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window, WindowAdd};
 use crate::bloom::AddError;
@@ -34,7 +35,7 @@ use crate::module::args::{is_keyword, parse_f64, parse_i64};
 use crate::module::bloom_type::{IoReader, IoWriter};
 use crate::module::commands::info::debug_lines;
 use crate::module::config;
-use crate::module::memory::new_array_budget;
+use crate::module::memory::{abort_diverging, new_array_budget};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -43,6 +44,7 @@ use redis_module::{raw, Context, ContextFlags};
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// The window filter type. Its own 9-character name and RDB layout: a server or module that
@@ -73,20 +75,123 @@ pub static WINDOW_TYPE: RedisType = RedisType::new(
     },
 );
 
-/// Milliseconds since the Unix epoch on this server's clock, plus `REDIS_BF_CLOCK_OFFSET_MS`.
-pub fn now_ms() -> u64 {
+/// The signed offset of `REDIS_BF_CLOCK_OFFSET_MS`, read once (0 when unset).
+fn clock_offset_ms() -> i64 {
     static OFFSET: OnceLock<i64> = OnceLock::new();
-    let offset = *OFFSET.get_or_init(|| {
+    *OFFSET.get_or_init(|| {
         std::env::var("REDIS_BF_CLOCK_OFFSET_MS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
-    });
-    let now = std::time::SystemTime::now()
+    })
+}
+
+/// Milliseconds since the Unix epoch on the system clock.
+fn system_ms() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    now.saturating_add_signed(offset)
+        .unwrap_or(0)
+}
+
+/// The time frozen for the script or transaction that runs now, on servers without
+/// `RedisModule_CachedMicroseconds` (Redis 7.0): taken by the first window command of a
+/// script or `EXEC` and forgotten when the event loop next goes to sleep (a script or a
+/// transaction runs whole inside one event-loop iteration). 0: none taken.
+static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
+
+/// The time window filters read: milliseconds since the Unix epoch plus
+/// `REDIS_BF_CLOCK_OFFSET_MS`, frozen inside a Lua script, a function or `MULTI`/`EXEC`, as
+/// Redis freezes its own clock there for key expiry (so `BF.ADD w x` then `BF.EXISTS w x` in
+/// one script answers 1 however long the script runs).
+///
+/// Redis ≥ 7.2 and Valkey give the server's cached command time
+/// (`RedisModule_CachedMicroseconds`: updated before each top-level command, not inside a
+/// script or a transaction); Redis 7.0 does not, so the module freezes the time itself there
+/// ([`FROZEN_MS`], reset by [`register_clock`]'s event-loop hook) and reads the system clock
+/// for every other command.
+pub fn now_ms(ctx: &Context) -> u64 {
+    // SAFETY: reading an API pointer set once by RedisModule_Init; the function takes no
+    // arguments and only reads the server's cached time.
+    let cached = unsafe { raw::RedisModule_CachedMicroseconds }.map(|f| unsafe { f() });
+    let base = match cached {
+        Some(us) if us > 0 => us as u64 / 1000,
+        _ if ctx
+            .get_flags()
+            .intersects(ContextFlags::LUA | ContextFlags::MULTI) =>
+        {
+            match FROZEN_MS.load(Ordering::Relaxed) {
+                0 => {
+                    let now = system_ms();
+                    FROZEN_MS.store(now, Ordering::Relaxed);
+                    now
+                }
+                frozen => frozen,
+            }
+        }
+        _ => system_ms(),
+    };
+    base.saturating_add_signed(clock_offset_ms())
+}
+
+/// On servers without `RedisModule_CachedMicroseconds`, subscribes to the event loop's
+/// events to forget the frozen script time ([`now_ms`]) between iterations. Called once by
+/// the module's `init`. Errors: the server refused the subscription (the frozen time would
+/// then never move again, so the module must not load).
+pub fn register_clock(ctx: &Context) -> Result<(), &'static str> {
+    // SAFETY: reading API pointers set once by RedisModule_Init.
+    let (cached, subscribe) = unsafe {
+        (
+            raw::RedisModule_CachedMicroseconds,
+            raw::RedisModule_SubscribeToServerEvent,
+        )
+    };
+    if cached.is_some() {
+        return Ok(());
+    }
+    let subscribe = subscribe.ok_or("no server events")?;
+    let event = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_EVENTLOOP,
+        dataver: 1,
+    };
+    // SAFETY: the load context is live during OnLoad; the callback is a plain function that
+    // only stores an atomic.
+    let status = unsafe { subscribe(ctx.get_raw(), event, Some(forget_frozen_time)) };
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err("the server refused the event-loop subscription")
+    }
+}
+
+/// The event-loop hook of [`register_clock`].
+unsafe extern "C" fn forget_frozen_time(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    FROZEN_MS.store(0, Ordering::Relaxed);
+}
+
+/// True on a replica: its reads use the generation its primary last wrote (see
+/// [`read_generation`]).
+fn on_replica(ctx: &Context) -> bool {
+    ctx.get_flags().contains(ContextFlags::SLAVE)
+}
+
+/// The generation a read asks the filter at: on a primary, the later of the filter's own and
+/// the clock's ([`now_ms`]), so items that aged out while no write came are forgotten at once;
+/// on a replica, the filter's own generation, the one its primary's writes carried. A replica
+/// therefore forgets an item when its primary's next write moves the filter past it, never
+/// earlier than its primary, whatever the replica's clock says (a clock ahead of the
+/// primary's would otherwise make it answer false negatives).
+fn read_generation(ctx: &Context, w: &Window) -> u64 {
+    if on_replica(ctx) {
+        w.generation
+    } else {
+        w.generation_at(now_ms(ctx))
+    }
 }
 
 /// True for a command replicated from the primary or replayed from the AOF: it must not read
@@ -162,8 +267,9 @@ fn create_error(e: crate::bloom::layer::LayerError) -> Reply {
 }
 
 /// Stores a new window in an empty key. A generation's first array is only allocated by the
-/// first add, but it must fit the memory budget now, so a filter that could never take an
-/// item is refused at creation.
+/// first add of that generation, but all [`window::LIVE`] of them must fit the memory budget
+/// now ([`Window::bytes_at_capacity`]), so a filter that could never hold its capacity is
+/// refused at creation instead of refusing adds once it holds a few generations.
 fn create(ctx: &Context, key: &RedisKeyWritable, p: &Params, generation: u64) -> Result<(), Reply> {
     let w = Window::new(
         p.window_ms,
@@ -174,7 +280,7 @@ fn create(ctx: &Context, key: &RedisKeyWritable, p: &Params, generation: u64) ->
         generation,
     )
     .map_err(create_error)?;
-    let bytes = w.generation_params().map_err(create_error)?.bytes;
+    let bytes = w.bytes_at_capacity().map_err(create_error)?;
     if bytes > new_array_budget(ctx, 0) {
         return Err(Reply::Error("ERR Insufficient memory to create filter"));
     }
@@ -208,7 +314,7 @@ pub fn reserve(ctx: &Context, args: &[Arg]) -> Option<Reply> {
     if !key.is_empty() {
         return Some(Reply::Error(WRONGTYPE));
     }
-    let generation = explicit.unwrap_or_else(|| window::generation_at(now_ms(), p.window_ms));
+    let generation = explicit.unwrap_or_else(|| window::generation_at(now_ms(ctx), p.window_ms));
     if let Err(e) = create(ctx, &key, &p, generation) {
         return Some(e);
     }
@@ -375,10 +481,17 @@ fn parse_insert(args: &[&[u8]], internal: bool) -> Result<(InsertArgs, usize), R
                 parse_i64(value.ok_or(Reply::WrongArity)?).ok_or(Reply::Error("Bad expansion"))?;
             i += 2;
         } else if is_keyword(tok, "WINDOW") {
+            if a.params.window_ms != 0 {
+                // Repeated: as BF.RESERVE, where a repeated option makes the command too long.
+                return Err(Reply::WrongArity);
+            }
             a.params.window_ms =
                 parse_window(value.ok_or(Reply::WrongArity)?).ok_or(Reply::Error("Bad window"))?;
             i += 2;
         } else if internal && is_keyword(tok, "GENERATION") {
+            if a.generation.is_some() {
+                return Err(Reply::WrongArity);
+            }
             a.generation = Some(
                 parse_generation(value.ok_or(Reply::WrongArity)?)
                     .ok_or(Reply::Error("Unknown argument received"))?,
@@ -433,7 +546,7 @@ pub fn insert(ctx: &Context, args: &[Arg]) -> Option<Reply> {
         }
         let generation = a
             .generation
-            .unwrap_or_else(|| window::generation_at(now_ms(), a.params.window_ms));
+            .unwrap_or_else(|| window::generation_at(now_ms(ctx), a.params.window_ms));
         if let Err(e) = create(ctx, &key, &a.params, generation) {
             return Some(e);
         }
@@ -445,9 +558,10 @@ pub fn insert(ctx: &Context, args: &[Arg]) -> Option<Reply> {
             items,
             a.generation,
             Some(&a.params),
+            "BF.INSERT",
         ));
     }
-    Some(add(ctx, &key, &args[1], items, a.generation, None))
+    Some(add(ctx, &key, &args[1], items, a.generation, None, "BF.INSERT"))
 }
 
 /// The window path of BF.ADD / BF.MADD / BF.INSERT on an existing key (the plain path found
@@ -459,9 +573,10 @@ pub fn add_existing(
     key_name: &Arg,
     items: &[Arg],
     single: bool,
+    command: &str,
 ) -> Option<Reply> {
     get_mut(key)?;
-    let r = add(ctx, key, key_name, items, None, None);
+    let r = add(ctx, key, key_name, items, None, None, command);
     Some(if single {
         match r {
             Reply::Array(mut v) => v.pop().unwrap_or(Reply::Bool(false)),
@@ -475,7 +590,9 @@ pub fn add_existing(
 /// Adds `items` to the window in `key` (which holds one), replies with one answer per item
 /// (stopping after `non scaling filter is full`), and replicates the rewritten command
 /// (see the module documentation). `created`: the filter was just created with these
-/// parameters, so the replicated command creates it too.
+/// parameters, so the replicated command creates it too. A replicated or loaded add
+/// (`command` names it for the log) that cannot allocate the array its primary allocated
+/// aborts the server rather than diverge (see [`abort_diverging`]).
 fn add(
     ctx: &Context,
     key: &RedisKeyWritable,
@@ -483,6 +600,7 @@ fn add(
     items: &[Arg],
     explicit: Option<u64>,
     created: Option<&Params>,
+    command: &str,
 ) -> Reply {
     let Some(w) = get_mut(key) else {
         return Reply::Error(WRONGTYPE);
@@ -491,7 +609,7 @@ fn add(
         if internal(ctx) {
             w.generation
         } else {
-            w.generation_at(now_ms())
+            w.generation_at(now_ms(ctx))
         }
     });
     let before = footprint(w);
@@ -511,7 +629,12 @@ fn add(
                 new_array_budget(ctx, existing)
             }
         });
-        growth_refused |= r == Err(AddError::CannotGrow);
+        if r == Err(AddError::CannotGrow) {
+            // The primary added this item (it replicates only what changed its filter), so a
+            // replica or a replay that cannot is about to diverge.
+            abort_diverging(ctx, command, key_name.as_slice(), w.next_array_bytes());
+            growth_refused = true;
+        }
         replies.push(match r {
             Ok(WindowAdd::New) => {
                 changed.push(item.as_slice());
@@ -601,9 +724,9 @@ fn replicate_insert(
 
 /// The window path of BF.EXISTS (`single`) and BF.MEXISTS: `Some(reply)` when the key holds a
 /// window filter. Answers for the generations live now (see the module documentation).
-pub fn exists(key: &RedisKey, items: &[Arg], single: bool) -> Option<Reply> {
+pub fn exists(ctx: &Context, key: &RedisKey, items: &[Arg], single: bool) -> Option<Reply> {
     let w = get(key)?;
-    let g = w.generation_at(now_ms());
+    let g = read_generation(ctx, w);
     let mut answers = items
         .iter()
         .map(|i| Reply::Bool(w.contains_at(&Window::hash(i.as_slice()), g)));
@@ -629,7 +752,7 @@ pub fn info(ctx: &Context, key: &RedisKey, args: &[Arg]) -> Option<Reply> {
         (
             "ITEMS",
             "Number of items inserted",
-            n(w.items_at(w.generation_at(now_ms()))),
+            n(w.items_at(read_generation(ctx, w))),
         ),
         (
             "EXPANSION",
@@ -661,19 +784,19 @@ pub fn info(ctx: &Context, key: &RedisKey, args: &[Arg]) -> Option<Reply> {
 }
 
 /// The window path of BF.CARD: items of the generations live now.
-pub fn card(key: &RedisKey) -> Option<Reply> {
+pub fn card(ctx: &Context, key: &RedisKey) -> Option<Reply> {
     let w = get(key)?;
     Some(Reply::Int(
-        w.items_at(w.generation_at(now_ms())).min(i64::MAX as u64) as i64,
+        w.items_at(read_generation(ctx, w)).min(i64::MAX as u64) as i64,
     ))
 }
 
 /// The window path of BF.DEBUG: `size:<items live now>`, `window:<ms> generation:<g>`, then
 /// each kept generation's layers as plain BF.DEBUG lines prefixed with `generation:<n> `.
-pub fn debug(key: &RedisKey) -> Option<Reply> {
+pub fn debug(ctx: &Context, key: &RedisKey) -> Option<Reply> {
     let w = get(key)?;
     let mut lines = vec![
-        format!("size:{}", w.items_at(w.generation_at(now_ms()))),
+        format!("size:{}", w.items_at(read_generation(ctx, w))),
         format!("window:{} generation:{}", w.window_ms, w.generation),
     ];
     for (n, c) in &w.gens {
@@ -728,7 +851,12 @@ pub fn loadchunk(
     } else if key.is_empty() && iter == 1 && window::is_window_header(data) {
         match window::decode_header(data, new_array_budget(ctx, 0)) {
             Ok(w) => store(key, w, "ERR received bad data"),
-            Err(e) => Err(crate::module::commands::dump::chunk_error(e)),
+            Err(e) => {
+                if e == ChunkError::OutOfMemory {
+                    abort_diverging(ctx, "BF.LOADCHUNK", key_name.as_slice(), 0);
+                }
+                Err(crate::module::commands::dump::chunk_error(e))
+            }
         }
     } else {
         return None;
@@ -755,7 +883,10 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             count(&w, 1);
             Box::into_raw(Box::new(w)).cast()
         }
-        Ok(Err(DecodeError)) | Err(_) => std::ptr::null_mut(),
+        Ok(Err(DecodeError)) | Err(_) => {
+            crate::module::bloom_type::abort_if_load_must_apply(rdb, "bf-window");
+            std::ptr::null_mut()
+        }
     }
 }
 
@@ -928,5 +1059,16 @@ mod tests {
         );
         let (a, first) = parse_insert(&split("NOCREATE GENERATION 3 ITEMS"), true).unwrap();
         assert_eq!((a.generation, a.nocreate, first), (Some(3), true, 4));
+        for repeated in [
+            "WINDOW 1000 WINDOW 5 ITEMS a",
+            "WINDOW 1000 CAPACITY 5 window 1000 ITEMS a",
+            "NOCREATE GENERATION 3 GENERATION 4 ITEMS a",
+        ] {
+            assert_eq!(
+                parse_insert(&split(repeated), true).unwrap_err(),
+                Reply::WrongArity,
+                "{repeated}"
+            );
+        }
     }
 }

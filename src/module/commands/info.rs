@@ -71,7 +71,7 @@ pub fn bf_card(ctx: &Context, args: &[Arg]) -> Reply {
         Lookup::Found(c) => Reply::Int(c.size.min(i64::MAX as u64) as i64),
         Lookup::Missing => Reply::Int(0),
         Lookup::WrongType => {
-            crate::module::window_type::card(&key).unwrap_or(Reply::Error(WRONGTYPE))
+            crate::module::window_type::card(ctx, &key).unwrap_or(Reply::Error(WRONGTYPE))
         }
     }
 }
@@ -83,7 +83,7 @@ pub fn bf_debug(ctx: &Context, args: &[Arg]) -> Reply {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1].string());
-    if let Some(r) = crate::module::window_type::debug(&key) {
+    if let Some(r) = crate::module::window_type::debug(ctx, &key) {
         return r;
     }
     let chain = match existing(&key) {
