@@ -275,14 +275,16 @@ class Hostile(unittest.TestCase):
         self.assertLess(peak, 1 << 20, "%d bytes allocated" % peak)
 
     def test_walk_memory_is_what_the_chunks_bring(self):
-        # A 4 MiB layer walked in 1 MiB chunks: the assembled filter takes one copy of the chunks
-        # (no zero-filled array written over); a single whole-layer chunk is used as it is.
+        # A 4 MiB layer walked in 1 MiB chunks, then queried: the filter takes one copy of the
+        # chunks, and queries read it in place (no second copy of the bit array); a single
+        # whole-layer chunk is used as it is.
         mib = 1 << 20
         h = chain([layer_record(4 * mib)])
         chunks = [(1 + (i + 1) * mib, bytes([i + 1]) * mib) for i in range(4)]
         tracemalloc.start()
         try:
             f = BloomFilter.from_scandump([(1, h)] + chunks)
+            f.contains("x")  # builds the per-layer lookup tables
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
