@@ -265,6 +265,7 @@ class Hostile(unittest.TestCase):
         try:
             f = BloomFilter.decode_header(gib)
             self.assertEqual(f.byte_length, 1 << 30)
+            self.assertFalse(f.contains("a"))  # a query of the header alone allocates nothing either
             msg = self.refused("INCOMPLETE", BloomFilter.from_scandump, [(1, gib), (17, bytes(16))])
             self.assertIn("bytes from offset 16 of 1073741824 are missing", msg)
             self.refused("OUT_OF_MEMORY", BloomFilter.from_scandump, [(1, gib)], max_bytes=(1 << 30) - 1)

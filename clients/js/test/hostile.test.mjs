@@ -73,6 +73,7 @@ test('a header announcing 1 GiB allocates nothing; its arrays come with the chun
   const before = process.memoryUsage().arrayBuffers;
   const f = BloomFilter.decodeHeader(gib);
   assert.equal(f.byteLength, 2 ** 30);
+  assert.equal(f.has('a'), false); // a query of the header alone allocates nothing either
   refusedWith('INCOMPLETE', 'bytes from offset 16 of 1073741824 are missing',
     () => BloomFilter.fromScandump([[1, gib], [17, new Uint8Array(16)]]));
   refused('OUT_OF_MEMORY', () => BloomFilter.fromScandump([[1, gib]], { maxBytes: 2 ** 30 - 1 }));

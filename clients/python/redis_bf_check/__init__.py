@@ -502,11 +502,16 @@ class BloomFilter:
             b = hb ^ (hb >> 47)
         checks = self._checks
         if not checks:
-            # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits).
+            # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits). A
+            # layer no chunk wrote has every bit clear (k >= 1): it holds no item and is skipped,
+            # so querying a header alone allocates nothing.
             checks = self._checks = [
                 (layer.modulus, range(layer.hashes - 1), layer.data)
                 for layer in reversed(self.layers)
+                if layer._data is not None or layer._pieces
             ]
+            if not checks:
+                return False
         mask = _MASK64
         for modulus, rest, bits in checks:
             # Most absent items are rejected by the first position: test it before the loop.
