@@ -20,7 +20,18 @@ import unittest
 
 import redis
 
-from redis_bf_check import BloomFilter
+from redis_bf_check import BloomFilter, ScandumpError
+from test_check import CHUNKS, HEADER, HOSTILE_HEADERS, ITERATORS, WALK
+
+#: What BF.LOADCHUNK answers for each of the checker's codes.
+SERVER_TEXT = {
+    "BAD_DATA": "ERR received bad data",
+    "NO_LINK": "ERR invalid offset - no link found",
+    "TOO_BIG": "ERR invalid chunk - Too big for current filter",
+    "NOT_NUMERIC": "ERR Second argument must be numeric",
+    "OUT_OF_MEMORY": "ERR Insufficient memory to create filter",
+    "NOT_FOUND": "ERR not found",
+}
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULE = os.path.abspath(os.environ.get("BF_MODULE", os.path.join(ROOT, "target", "release", "libredis_bf.so")))
@@ -173,6 +184,90 @@ class Identity(unittest.TestCase):
             self.assertEqual(blooms, 11)
         finally:
             fx.stop()
+
+
+class ServerVerdicts(unittest.TestCase):
+    """The checker refuses what BF.LOADCHUNK refuses, with the matching code: every hostile
+    header, iterator and chunk of test_check's tables is also sent to the server."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+        cls.r = cls.server.r
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def loadchunk(self, key, it, data):
+        """The server's reply: "OK" or the error text."""
+        try:
+            return "OK" if self.r.execute_command("BF.LOADCHUNK", key, it, data) in (b"OK", True) else "?"
+        except redis.ResponseError as e:
+            return str(e) if str(e).startswith("ERR") else "ERR " + str(e)
+
+    def local(self, fn, *args):
+        try:
+            fn(*args)
+            return None
+        except ScandumpError as e:
+            return e.code
+
+    def gv2(self, key):
+        """A key holding gv2 with its bits clear (its header loaded)."""
+        self.r.delete(key)
+        self.assertEqual(self.loadchunk(key, 1, HEADER), "OK")
+        return key
+
+    def test_headers(self):
+        for name, h, code, _words, server in HOSTILE_HEADERS:
+            with self.subTest(name):
+                self.r.delete("v:h")
+                reply = self.loadchunk("v:h", 1, h)
+                self.assertEqual(self.local(BloomFilter.decode_header, h), code)
+                if server is not None:
+                    self.assertIn(server, reply)
+                if code != "UNSUPPORTED" and server is not None:
+                    self.assertEqual(reply, SERVER_TEXT[code])
+
+    def test_real_window_dump_is_unsupported(self):
+        r = self.r
+        r.execute_command("BF.RESERVE", "v:w", "0.01", "1000", "WINDOW", "60000")
+        r.bf().add("v:w", "x")
+        chunks = scandump(r, "v:w")
+        self.assertEqual(chunks[0][1][:8], b"BFwindow")
+        with self.assertRaises(ScandumpError) as cm:
+            BloomFilter.from_scandump(chunks)
+        self.assertEqual(cm.exception.code, "UNSUPPORTED")
+        self.assertIn("this is a window filter dump (header begins with BFwindow", str(cm.exception))
+        # The server loads the same walk.
+        for it, data in chunks:
+            self.assertEqual(self.loadchunk("v:w2", it, data), "OK")
+
+    def test_iterators(self):
+        for value, code, _words in ITERATORS:
+            if value is None or isinstance(value, bool):
+                continue  # redis-py cannot send them
+            with self.subTest(value=value):
+                reply = self.loadchunk(self.gv2("v:i"), value, b"")
+                f = BloomFilter.decode_header(HEADER)
+                self.assertEqual(self.local(f.apply_chunk, value, b""), code)
+                self.assertEqual(reply, "OK" if code is None else SERVER_TEXT[code])
+
+    def test_chunks(self):
+        for it, data, code, _words in CHUNKS:
+            with self.subTest(it=it, data=data):
+                reply = self.loadchunk(self.gv2("v:c"), it, data)
+                f = BloomFilter.decode_header(HEADER)
+                self.assertEqual(self.local(f.apply_chunk, it, data), code)
+                self.assertEqual(reply, "OK" if code is None else SERVER_TEXT[code])
+
+    def test_chunk_before_header(self):
+        self.r.delete("v:n")
+        self.assertEqual(self.loadchunk("v:n", WALK[1][0], WALK[1][1]), SERVER_TEXT["NOT_FOUND"])
+        with self.assertRaises(ScandumpError) as cm:
+            BloomFilter.from_scandump(WALK[1:])
+        self.assertEqual(cm.exception.code, "NOT_FOUND")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,32 @@
 /** Bytes accepted wherever the checker takes binary data. */
 export type Bytes = Uint8Array | ArrayBuffer | ArrayBufferView;
 
-/** An iterator as BF.SCANDUMP returned it (clients give numbers, bigints or decimal strings). */
+/**
+ * An iterator as BF.SCANDUMP returned it: a number (node-redis' default), a bigint or a decimal
+ * string (clients mapping integers to BigInt or String), read with Redis' integer rules. A
+ * number must be a safe integer (|n| ≤ 2^53 − 1); larger iterators must come as bigint or string.
+ */
 export type ScandumpIterator = number | bigint | string;
 
 /** One `[iterator, data]` pair of a BF.SCANDUMP walk. */
 export type ScandumpChunk = readonly [ScandumpIterator, Bytes];
 
-/** Why a dump was refused: LOADCHUNK's verdicts, or INCOMPLETE for a walk with bytes missing. */
-export type ScandumpErrorCode = 'BAD_DATA' | 'NO_LINK' | 'TOO_BIG' | 'INCOMPLETE';
+/**
+ * Why a dump was refused. BF.LOADCHUNK's verdicts: BAD_DATA (`ERR received bad data`), NO_LINK
+ * (`ERR invalid offset - no link found`), TOO_BIG (`ERR invalid chunk - Too big for current
+ * filter`), NOT_NUMERIC (`ERR Second argument must be numeric`), OUT_OF_MEMORY (`ERR Insufficient
+ * memory to create filter`: here, over `maxBytes`), NOT_FOUND (`ERR not found`: a chunk before
+ * the header). The checker's own: UNSUPPORTED (a window filter's dump), INCOMPLETE (bytes missing).
+ */
+export type ScandumpErrorCode =
+  | 'BAD_DATA'
+  | 'NO_LINK'
+  | 'TOO_BIG'
+  | 'NOT_NUMERIC'
+  | 'OUT_OF_MEMORY'
+  | 'NOT_FOUND'
+  | 'UNSUPPORTED'
+  | 'INCOMPLETE';
 
 /** Thrown for a malformed, hostile or incomplete dump. */
 export class ScandumpError extends Error {
@@ -17,7 +35,10 @@ export class ScandumpError extends Error {
 }
 
 export interface FromScandumpOptions {
-  /** Largest total of bit-array bytes accepted (default 1 GiB, 2^30); checked before allocating. */
+  /**
+   * Largest total of bit-array bytes a header may announce (default 1 GiB, 2^30; a non-negative
+   * safe integer or Infinity): more is refused with OUT_OF_MEMORY before anything is allocated.
+   */
   maxBytes?: number;
 }
 
@@ -33,7 +54,10 @@ export class BloomFilter {
    */
   static fromScandump(chunks: Iterable<ScandumpChunk>, opts?: FromScandumpOptions): BloomFilter;
 
-  /** Decodes a header alone (bit arrays zeroed); fill it with applyChunk. @throws {ScandumpError} */
+  /**
+   * Decodes a header alone (bits read as zero; nothing is allocated until chunks come); fill it
+   * with applyChunk. @throws {ScandumpError}
+   */
   static decodeHeader(header: Bytes, maxBytes?: number): BloomFilter;
 
   /**
@@ -48,7 +72,7 @@ export class BloomFilter {
    */
   has(item: string | Bytes): boolean;
 
-  /** Items the server counted as added (BF.CARD). */
+  /** Items the server counted as added (BF.CARD); rounded above 2^53. */
   readonly size: number;
   /** Option bits (5 for filters made by commands, 13 when NONSCALING). */
   readonly options: number;
@@ -58,7 +82,7 @@ export class BloomFilter {
   readonly layerCount: number;
   /** Total bytes of the bit arrays. */
   readonly byteLength: number;
-  /** Sum of the layers' capacities (BF.INFO Capacity). */
+  /** Sum of the layers' capacities (BF.INFO Capacity); rounded above 2^53. */
   readonly capacity: number;
 }
 
@@ -71,3 +95,5 @@ export const OPT_FORCE64: 4;
 export const OPT_NO_SCALING: 8;
 /** Default of FromScandumpOptions.maxBytes: 2^30. */
 export const DEFAULT_MAX_BYTES: number;
+/** Most layers a header may announce, as the server (4096). */
+export const MAX_LAYERS: 4096;

@@ -36,13 +36,30 @@ const MAX_HASHES = 2048;
 const LN2 = 0.693147180559945;
 /** Default bound on the total bit-array bytes a header may announce: 1 GiB. */
 const DEFAULT_MAX_BYTES = 2 ** 30;
+/** Most layers a header may announce (`MAX_LAYERS` in the server's core/src/chain.rs). */
+const MAX_LAYERS = 4096;
+/** First 8 bytes of a window filter's header (`HEADER_MAGIC` in core/src/window.rs). */
+const WINDOW_MAGIC = [0x42, 0x46, 0x77, 0x69, 0x6e, 0x64, 0x6f, 0x77]; // "BFwindow"
+const U64_MAX = 2n ** 64n - 1n;
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
 
 const TWO32 = 4294967296;
 
-/** Thrown for a malformed, hostile or incomplete dump. `code` says which check failed. */
+/**
+ * Thrown for a malformed, hostile, unsupported or incomplete dump; the message says what is
+ * wrong. `code` is BF.LOADCHUNK's verdict on the same input: BAD_DATA (`ERR received bad
+ * data`), NO_LINK (`ERR invalid offset - no link found`), TOO_BIG (`ERR invalid chunk - Too big
+ * for current filter`), NOT_NUMERIC (`ERR Second argument must be numeric`: an iterator that is
+ * not a Redis integer), OUT_OF_MEMORY (`ERR Insufficient memory to create filter`: a valid header
+ * over `maxBytes`, the local stand-in for the server's budget), NOT_FOUND (`ERR not found`: a
+ * chunk before the header); or, with no server equivalent, UNSUPPORTED (a window filter's dump,
+ * which the server loads but the checker does not read) and INCOMPLETE (a walk with bytes
+ * missing).
+ */
 export class ScandumpError extends Error {
   /**
-   * @param {'BAD_DATA'|'NO_LINK'|'TOO_BIG'|'INCOMPLETE'} code
+   * @param {'BAD_DATA'|'NO_LINK'|'TOO_BIG'|'NOT_NUMERIC'|'OUT_OF_MEMORY'|'NOT_FOUND'|'UNSUPPORTED'|'INCOMPLETE'} code
    * @param {string} message
    */
   constructor(code, message) {
@@ -234,6 +251,8 @@ const MOD_SMALL = 1; // M ≤ 2^21: ((hi mod M)·(2^32 mod M) + lo) mod M, all e
 const MOD_FLOAT = 2; // M ≤ 2^30: floating quotient, exact remainder corrected by ±M
 const MOD_BIG = 3; // anything larger: BigInt (slow, correct)
 
+const EMPTY = new Uint8Array(0);
+
 class Layer {
   constructor(bytes, bits, items, error, bpe, hashes, entries, n2) {
     this.bytes = bytes;
@@ -244,8 +263,9 @@ class Layer {
     this.hashes = hashes;
     this.entries = entries;
     this.n2 = n2;
-    /** @type {Uint8Array} */
-    this.data = new Uint8Array(0);
+    /** @type {Uint8Array} the bit array; allocated by the first chunk written into the layer
+     * (until then every bit reads as 0, as in the server's zeroed array) */
+    this.data = EMPTY;
     const m = n2 > 0 ? 2 ** n2 : bits;
     this.m = m;
     if (n2 > 0 && n2 <= 30) {
@@ -332,25 +352,60 @@ function toBytes(data, what) {
   throw new ScandumpError('BAD_DATA', `${what}: data must be a Uint8Array, Buffer or ArrayBuffer`);
 }
 
-function toIterator(it, what) {
-  if (typeof it === 'bigint') {
-    if (it > BigInt(Number.MAX_SAFE_INTEGER) || it < BigInt(Number.MIN_SAFE_INTEGER)) {
-      throw new ScandumpError('BAD_DATA', `${what}: iterator out of range`);
-    }
-    return Number(it);
-  }
-  if (typeof it === 'string' && /^-?[0-9]+$/.test(it)) it = Number(it);
-  if (typeof it !== 'number' || !Number.isSafeInteger(it)) {
-    throw new ScandumpError('BAD_DATA', `${what}: iterator must be an integer`);
-  }
-  return it;
+const NUMERIC = 'BF.LOADCHUNK would answer ERR Second argument must be numeric';
+
+/**
+ * Redis' strict integer (string2ll; `parse_i64` in the server's src/module/args.rs): ASCII
+ * digits with an optional leading '-'; no '+', spaces, leading zeros or '-0'; in the signed
+ * 64-bit range. Returns a BigInt, or a string saying why not.
+ */
+function parseI64(s) {
+  const digits = s.startsWith('-') ? s.slice(1) : s;
+  if (!/^[0-9]+$/.test(digits)) return "not a Redis integer (ASCII digits 0-9 with an optional leading '-')";
+  if (digits[0] === '0' && s !== '0') return "not a Redis integer (no leading zeros, no '-0')";
+  const v = BigInt(s);
+  if (v < I64_MIN || v > I64_MAX) return 'outside the signed 64-bit range';
+  return v;
 }
 
-/** u64 at `off` as a Number, or Infinity when it is 2^53 or more (never a valid size). */
-function u64(view, off) {
-  const lo = view.getUint32(off, true);
-  const hi = view.getUint32(off + 4, true);
-  return hi >= 0x200000 ? Infinity : hi * TWO32 + lo;
+/**
+ * An iterator exactly as the server reads it: a number (what node-redis gives), a bigint or a
+ * decimal string (what clients mapping integers to BigInt or String give). Returns a number,
+ * or a bigint for an integer beyond 2^53 − 1 in magnitude that came as a bigint or a string.
+ */
+function toIterator(it, what) {
+  let v;
+  if (typeof it === 'number') {
+    if (!Number.isInteger(it)) throw new ScandumpError('NOT_NUMERIC', `${what}: iterator ${it} is not an integer (${NUMERIC})`);
+    if (!Number.isSafeInteger(it)) {
+      const side = it > 0 ? 'above 2^53 − 1' : 'below −(2^53 − 1)';
+      throw new ScandumpError('NOT_NUMERIC',
+        `${what}: iterator ${BigInt(it)} is ${side}, beyond what a JS number holds exactly (it may be a rounded value); pass it as a bigint or a decimal string`);
+    }
+    return it;
+  }
+  if (typeof it === 'bigint') {
+    if (it < I64_MIN || it > I64_MAX) throw new ScandumpError('NOT_NUMERIC', `${what}: iterator ${it} is outside the signed 64-bit range (${NUMERIC})`);
+    v = it;
+  } else if (typeof it === 'string') {
+    v = parseI64(it);
+    if (typeof v === 'string') throw new ScandumpError('NOT_NUMERIC', `${what}: iterator ${JSON.stringify(it)} is ${v} (${NUMERIC})`);
+  } else {
+    throw new ScandumpError('NOT_NUMERIC', `${what}: iterator must be a number, bigint or string, not ${it === null ? 'null' : typeof it} (${NUMERIC})`);
+  }
+  return v >= -BigInt(Number.MAX_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+function checkMaxBytes(maxBytes) {
+  if (!(maxBytes === Infinity || (Number.isSafeInteger(maxBytes) && maxBytes >= 0))) {
+    throw new TypeError(`maxBytes must be a non-negative integer (or Infinity), not ${String(maxBytes)}`);
+  }
+}
+
+function isWindowHeader(data) {
+  if (data.length < 12) return false;
+  for (let i = 0; i < 8; i++) if (data[i] !== WINDOW_MAGIC[i]) return false;
+  return data[8] === 0 && data[9] === 0 && data[10] === 0 && data[11] === 0;
 }
 
 /** ceil(LN2 · bpe) as the module computes it (a C cast to u32 saturates in Rust). */
@@ -385,59 +440,75 @@ export class BloomFilter {
    * @param {number} maxBytes
    */
   static decodeHeader(data, maxBytes = DEFAULT_MAX_BYTES) {
+    checkMaxBytes(maxBytes);
     data = toBytes(data, 'header');
+    if (isWindowHeader(data)) {
+      throw new ScandumpError('UNSUPPORTED',
+        'this is a window filter dump (header begins with BFwindow and a zero layer count): the checker reads plain filters only');
+    }
     const bad = (why) => new ScandumpError('BAD_DATA', `bad SCANDUMP header: ${why}`);
     if (data.length < HEADER_FIXED_BYTES) throw bad(`${data.length} bytes, at least ${HEADER_FIXED_BYTES} expected`);
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    const size = u64(view, 0);
+    // Every u64 is read exactly (BigInt): the server compares them as 64-bit integers.
+    const size = view.getBigUint64(0, true);
     const nfilters = view.getUint32(8, true);
     const options = view.getUint32(12, true);
     const growth = view.getUint32(16, true);
     if (nfilters === 0) throw bad('no layers');
-    if (data.length !== HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * nfilters) {
-      throw bad(`${data.length} bytes for ${nfilters} layers (${HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * nfilters} expected)`);
+    if (nfilters > MAX_LAYERS) throw bad(`${nfilters} layers, more than the server's limit of ${MAX_LAYERS}`);
+    const expected = HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * nfilters;
+    if (data.length !== expected) throw bad(`${data.length} bytes for ${nfilters} layers (${expected} expected)`);
+    if ((options & ~OPT_ALL) !== 0) {
+      throw bad(`unknown option bits 0x${((options & ~OPT_ALL) >>> 0).toString(16)} (only 0x${OPT_ALL.toString(16)} are defined)`);
     }
-    if ((options & ~OPT_ALL) !== 0) throw bad(`unknown option bits ${options}`);
-    const layers = [];
-    let totalSize = 0;
-    let totalBytes = 0;
+    const shapes = [];
+    let totalSize = 0n;
+    let totalBytes = 0n;
     for (let j = 0; j < nfilters; j++) {
       const o = HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * j;
-      const bytes = u64(view, o);
-      const bits = u64(view, o + 8);
-      const items = u64(view, o + 16);
+      const bytes = view.getBigUint64(o, true);
+      const bits = view.getBigUint64(o + 8, true);
+      const items = view.getBigUint64(o + 16, true);
       const error = view.getFloat64(o + 24, true);
       const bpe = view.getFloat64(o + 32, true);
       const hashes = view.getUint32(o + 40, true);
-      const entries = u64(view, o + 44);
+      const entries = view.getBigUint64(o + 44, true);
       const n2 = view.getUint8(o + 52);
-      const ok =
-        error > 0 && error < 1 &&
-        n2 <= 63 &&
-        (n2 === 0 || bits >= 2 ** n2) &&
-        bits !== 0 &&
-        Number.isFinite(bytes) && bytes * 8 === bits &&
-        hashes === hashCount(bpe) &&
-        hashes >= 1 && hashes <= MAX_HASHES;
-      if (!ok) throw bad(`layer ${j} is inconsistent`);
-      // Sizes of 2^53 or more cannot add up to a chain size a server can hold.
-      if (!Number.isFinite(items)) throw bad(`layer ${j} item count out of range`);
+      if (!(error > 0 && error < 1)) throw bad(`layer ${j}: error rate ${error} is not between 0 and 1`);
+      if (n2 > 63) throw bad(`layer ${j}: n2 ${n2} is above 63`);
+      if (n2 !== 0 && bits < 1n << BigInt(n2)) throw bad(`layer ${j}: ${bits} bits, fewer than 2^n2 = 2^${n2}`);
+      if (bits === 0n) throw bad(`layer ${j}: 0 bits`);
+      if (bytes * 8n !== bits) throw bad(`layer ${j}: ${bits} bits is not 8 x ${bytes} bytes`);
+      const k = hashCount(bpe);
+      if (hashes !== k) throw bad(`layer ${j}: ${hashes} hashes, but ceil(ln2 x bpe ${bpe}) = ${k}`);
+      if (hashes < 1 || hashes > MAX_HASHES) throw bad(`layer ${j}: ${hashes} hashes, outside 1..${MAX_HASHES}`);
       totalSize += items;
+      if (totalSize > U64_MAX) throw bad(`the layers' item counts overflow 64 bits at layer ${j}`);
       totalBytes += bytes;
-      layers.push(new Layer(bytes, bits, items, error, bpe, hashes, entries, n2));
+      if (totalBytes > U64_MAX) throw bad(`the layers' byte counts overflow 64 bits at layer ${j}`);
+      shapes.push([bytes, items, error, bpe, hashes, entries, n2]);
     }
-    if (totalSize !== size) throw bad(`layer item counts add up to ${totalSize}, not ${size}`);
-    if (totalBytes > maxBytes) {
-      throw bad(`the layers take ${totalBytes} bytes, more than the limit of ${maxBytes} (option maxBytes)`);
+    if (totalSize !== size) throw bad(`layer item counts add up to ${totalSize}, not the chain's ${size}`);
+    if (maxBytes !== Infinity && totalBytes > BigInt(maxBytes)) {
+      throw new ScandumpError('OUT_OF_MEMORY',
+        `the layers take ${totalBytes} bytes, more than the limit of ${maxBytes} (option maxBytes)`);
     }
-    for (const l of layers) l.data = new Uint8Array(l.bytes);
-    return new BloomFilter(size, options, growth, layers);
+    // Nothing is allocated here: each layer's array comes with its first chunk. Below the limit,
+    // byte and bit counts are exact Numbers; item counts, the chain size and capacities are
+    // Numbers too, rounded above 2^53.
+    if (totalBytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ScandumpError('OUT_OF_MEMORY', `the layers take ${totalBytes} bytes, more than a JS array can hold`);
+    }
+    const layers = shapes.map(([bytes, items, error, bpe, hashes, entries, n2]) =>
+      new Layer(Number(bytes), Number(bytes) * 8, Number(items), error, bpe, hashes, Number(entries), n2));
+    return new BloomFilter(Number(size), options, growth, layers);
   }
 
   /**
    * Copies one data chunk in, with BF.LOADCHUNK's checks: `iter` is the iterator SCANDUMP
-   * returned *with* the chunk, so the chunk starts at byte `iter - len - 1`.
-   * @param {number|bigint} iter
+   * returned *with* the chunk, so the chunk starts at byte `iter - len - 1`. A layer's bit array
+   * is allocated when its first chunk arrives. Nothing changes when it throws.
+   * @param {number|bigint|string} iter
    * @param {Uint8Array} data
    * @returns {[number, number]} the [start, end) byte offsets written
    */
@@ -445,21 +516,39 @@ export class BloomFilter {
     iter = toIterator(iter, 'chunk');
     data = toBytes(data, 'chunk');
     const len = data.length;
-    if (iter <= 0 || iter < len) throw new ScandumpError('BAD_DATA', `bad chunk: iterator ${iter} for ${len} bytes`);
-    const start = iter - len;
+    if (iter <= 0 || iter < len) {
+      const why = iter <= 0 ? 'not positive' : "smaller than the chunk's length";
+      throw new ScandumpError('BAD_DATA', `bad chunk: iterator ${iter} for ${len} bytes (${why})`);
+    }
+    // An iterator beyond 2^53 (a bigint here) leaves a start no layer reaches, unless the
+    // subtraction brings it back into exact Number range.
+    let start = typeof iter === 'bigint' ? iter - BigInt(len) : iter - len;
+    if (typeof start === 'bigint') {
+      if (start > BigInt(Number.MAX_SAFE_INTEGER)) {
+        throw new ScandumpError('NO_LINK',
+          `invalid chunk at iterator ${iter}: its start, offset ${start - 1n}, is outside every layer (${this.byteLength} bytes)`);
+      }
+      start = Number(start);
+    }
     let base = 0;
-    for (const l of this.layers) {
+    for (let j = 0; j < this.layers.length; j++) {
+      const l = this.layers[j];
       if (start - 1 < base + l.bytes && start >= 1) {
         const off = start - 1 - base;
         if (len > l.bytes - off) {
-          throw new ScandumpError('TOO_BIG', `invalid chunk at iterator ${iter}: runs past the end of its layer`);
+          throw new ScandumpError('TOO_BIG',
+            `invalid chunk at iterator ${iter}: ${len} bytes from offset ${start - 1} run past the end of layer ${j} (${l.bytes - off} bytes left)`);
         }
-        l.data.set(data, off);
+        if (len > 0) {
+          if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
+          l.data.set(data, off);
+        }
         return [start - 1, start - 1 + len];
       }
       base += l.bytes;
     }
-    throw new ScandumpError('NO_LINK', `invalid chunk at iterator ${iter}: offset outside every layer`);
+    throw new ScandumpError('NO_LINK',
+      `invalid chunk at iterator ${iter}: its start, offset ${start - 1}, is outside every layer (${base} bytes)`);
   }
 
   /**
@@ -476,6 +565,7 @@ export class BloomFilter {
    */
   static fromScandump(chunks, opts = {}) {
     const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+    checkMaxBytes(maxBytes);
     let filter = null;
     const written = [];
     for (const pair of chunks) {
@@ -485,7 +575,10 @@ export class BloomFilter {
       const iter = toIterator(pair[0], 'chunk');
       const data = toBytes(pair[1], 'chunk');
       if (filter === null) {
-        if (iter !== 1) throw new ScandumpError('BAD_DATA', `the first pair must be the header (iterator 1), got iterator ${iter}`);
+        if (iter !== 1) {
+          throw new ScandumpError('NOT_FOUND',
+            `the first pair must be the header (iterator 1), got iterator ${iter} (BF.LOADCHUNK of a chunk before its header would answer ERR not found)`);
+        }
         filter = BloomFilter.decodeHeader(data, maxBytes);
         continue;
       }
@@ -539,4 +632,4 @@ export class BloomFilter {
   }
 }
 
-export { OPT_NOROUND, OPT_ENTS_IS_BITS, OPT_FORCE64, OPT_NO_SCALING, DEFAULT_MAX_BYTES };
+export { OPT_NOROUND, OPT_ENTS_IS_BITS, OPT_FORCE64, OPT_NO_SCALING, DEFAULT_MAX_BYTES, MAX_LAYERS };

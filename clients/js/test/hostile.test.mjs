@@ -1,31 +1,20 @@
-// Malformed, hostile and truncated walks: every one is refused with a ScandumpError carrying the
-// same verdict BF.LOADCHUNK gives (BAD_DATA / NO_LINK / TOO_BIG), or INCOMPLETE for a walk with
-// bytes missing; nothing huge is allocated and nothing hangs.
+// Malformed, hostile and truncated walks (the tables in cases.mjs): every one is refused with a
+// ScandumpError carrying the verdict BF.LOADCHUNK gives (live.test.mjs checks the server's side),
+// UNSUPPORTED for a window filter's dump or INCOMPLETE for a walk with bytes missing, and a
+// message saying what is wrong; nothing is allocated from a header and nothing hangs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { BloomFilter, ScandumpError } from '../src/index.js';
+import {
+  HEADER, WALK, L0, L1, header, layerRecord, chain,
+  HOSTILE_HEADERS, ACCEPTED_HEADERS, ITERATORS, CHUNKS,
+} from './cases.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const GOLDEN = JSON.parse(readFileSync(join(ROOT, 'tests', 'data', 'golden-vectors.json'), 'utf8'));
-const unhex = (h) => Uint8Array.from(Buffer.from(h, 'hex'));
-
-// gv2: BF.RESERVE 0.1 4 EXPANSION 3 + 12 items: two layers of 8 and 16 bytes (offsets 0..24).
-const HEADER = unhex(GOLDEN.gv2.header_hex);
-const WALK = GOLDEN.gv2.scandump.map((c) => [c.reply_iter, unhex(c.hex)]);
+const enc = (s) => new TextEncoder().encode(s);
 
 function refused(code, fn) {
   assert.throws(fn, (e) => e instanceof ScandumpError && e.code === code, `expected ${code}`);
 }
-const header = (edit) => {
-  const h = HEADER.slice();
-  edit(h, new DataView(h.buffer));
-  return h;
-};
-const L0 = 20; // first layer's fields
-const L1 = 20 + 53;
 
 test('the intact walk loads; reordered chunks load too', () => {
   const f = BloomFilter.fromScandump(WALK);
@@ -38,62 +27,90 @@ test('the intact walk loads; reordered chunks load too', () => {
   BloomFilter.fromScandump(WALK.map(([i, d]) => [String(i), Buffer.from(d)]));
 });
 
-test('bad headers: every LOADCHUNK header check', () => {
-  const bad = (h) => refused('BAD_DATA', () => BloomFilter.fromScandump([[1, h]]));
-  bad(HEADER.subarray(0, HEADER.length - 1)); // length ≠ 20 + 53·n
-  bad(HEADER.subarray(0, 19)); // shorter than the fixed part
-  bad(new Uint8Array(0));
-  bad(Uint8Array.of(...HEADER, 0)); // one byte too many
-  bad(header((h, v) => v.setUint32(8, 0, true))); // no layers
-  bad(header((h, v) => v.setUint32(8, 0xffffffff, true))); // layer count vs length
-  bad(header((h, v) => v.setUint32(12, 5 | 16, true))); // unknown option bit
-  bad(header((h) => (h[0] ^= 1))); // Σ layer sizes ≠ chain size
-  bad(header((h, v) => v.setFloat64(L0 + 24, 0, true))); // error 0
-  bad(header((h, v) => v.setFloat64(L0 + 24, 1, true))); // error 1
-  bad(header((h, v) => v.setFloat64(L1 + 24, NaN, true)));
-  bad(header((h, v) => v.setUint32(L0 + 40, 6, true))); // k ≠ ceil(ln2 · bpe)
-  bad(header((h, v) => v.setFloat64(L0 + 32, NaN, true))); // k = 0 from a NaN bpe
-  bad(header((h, v) => { v.setFloat64(L0 + 32, 4000, true); v.setUint32(L0 + 40, 2773, true); })); // k > 2048
-  bad(header((h, v) => v.setBigUint64(L0 + 8, 65n, true))); // bits ≠ bytes × 8
-  bad(header((h, v) => { v.setBigUint64(L0, 0n, true); v.setBigUint64(L0 + 8, 0n, true); })); // bits 0
-  bad(header((h, v) => h[L0 + 52] = 64)); // n2 > 63
-  bad(header((h, v) => h[L0 + 52] = 7)); // bits < 2^n2
-  bad(header((h, v) => v.setBigUint64(0, 2n ** 63n, true))); // absurd chain size
-  // Valid n2 (power-of-two layer of 2^6 = 64 bits) is accepted, like the server does.
+function refusedWith(code, words, fn) {
+  let err;
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof ScandumpError, `expected ScandumpError ${code}, got ${err}`);
+  assert.equal(err.code, code, err.message);
+  assert.ok(err.message.includes(words), `${JSON.stringify(err.message)} lacks ${JSON.stringify(words)}`);
+}
+
+test('bad headers: every LOADCHUNK header check, with what is wrong', () => {
+  for (const [name, h, code, words] of HOSTILE_HEADERS) {
+    refusedWith(code, words, () => BloomFilter.fromScandump([[1, h]]));
+    refusedWith(code, words, () => BloomFilter.decodeHeader(h));
+    assert.ok(name);
+  }
+});
+
+test('headers the server accepts are accepted', () => {
+  for (const [name, h] of ACCEPTED_HEADERS) {
+    const f = BloomFilter.decodeHeader(h);
+    assert.equal(f.size, Number(new DataView(h.buffer, h.byteOffset).getBigUint64(0, true)), name);
+    assert.equal(f.has('a'), false, name);
+  }
   BloomFilter.fromScandump([[1, header((h) => (h[L0 + 52] = 6))], ...WALK.slice(1)]);
 });
 
-test('a header announcing a huge filter is refused before allocating', () => {
-  // A consistent layer of 2^40 bytes (8 TiB): refused by the size limit, nothing allocated.
-  const h = header((h, v) => {
-    v.setBigUint64(L1, 2n ** 40n, true);
-    v.setBigUint64(L1 + 8, 2n ** 43n, true);
-  });
-  refused('BAD_DATA', () => BloomFilter.fromScandump([[1, h]]));
-  // The limit is the caller's: 24 bytes is exactly what gv2 needs.
-  refused('BAD_DATA', () => BloomFilter.fromScandump(WALK, { maxBytes: 23 }));
+test('maxBytes: the caller\'s limit, checked after every BAD_DATA check', () => {
+  refusedWith('OUT_OF_MEMORY', 'the layers take 24 bytes, more than the limit of 23 (option maxBytes)',
+    () => BloomFilter.fromScandump(WALK, { maxBytes: 23 }));
   BloomFilter.fromScandump(WALK, { maxBytes: 24 });
-  // bytes of 2^64 - 1 (not even a safe integer).
-  refused('BAD_DATA', () => BloomFilter.fromScandump([[1, header((h, v) => v.setBigUint64(L1, 2n ** 64n - 1n, true))]]));
+  BloomFilter.fromScandump(WALK, { maxBytes: Infinity });
+  refused('BAD_DATA', () => BloomFilter.decodeHeader(HEADER.subarray(0, 125), 0));
+  for (const m of [-1, 1.5, NaN, '24', 2 ** 60]) {
+    assert.throws(() => BloomFilter.fromScandump(WALK, { maxBytes: m }), TypeError);
+  }
 });
 
-test('bad chunks: the LOADCHUNK verdicts', () => {
-  const f = () => BloomFilter.decodeHeader(HEADER);
-  refused('BAD_DATA', () => f().applyChunk(0, new Uint8Array(0)));
-  refused('BAD_DATA', () => f().applyChunk(-5, new Uint8Array(0)));
-  refused('BAD_DATA', () => f().applyChunk(2, new Uint8Array(3))); // iter < len
-  refused('NO_LINK', () => f().applyChunk(3, new Uint8Array(3))); // start 0
-  refused('NO_LINK', () => f().applyChunk(26, new Uint8Array(0))); // past the end
-  refused('NO_LINK', () => f().applyChunk(25, new Uint8Array(0)));
-  f().applyChunk(24, new Uint8Array(0)); // empty chunk inside a layer: a no-op
-  refused('TOO_BIG', () => f().applyChunk(12, new Uint8Array(10))); // crosses into layer 2
-  refused('TOO_BIG', () => f().applyChunk(30, new Uint8Array(20)));
-  const g = f();
-  g.applyChunk(9, new TextEncoder().encode('01234567'));
+test('a header announcing 1 GiB allocates nothing; its arrays come with the chunks', () => {
+  // Measured as ArrayBuffer memory (what a Uint8Array of the layer would count), not time.
+  const gib = chain([layerRecord(2 ** 29), layerRecord(2 ** 29)]);
+  const before = process.memoryUsage().arrayBuffers;
+  const f = BloomFilter.decodeHeader(gib);
+  assert.equal(f.byteLength, 2 ** 30);
+  assert.equal(f.has('a'), false); // a query of the header alone allocates nothing either
+  refusedWith('INCOMPLETE', 'bytes from offset 16 of 1073741824 are missing',
+    () => BloomFilter.fromScandump([[1, gib], [17, new Uint8Array(16)]]));
+  refused('OUT_OF_MEMORY', () => BloomFilter.fromScandump([[1, gib]], { maxBytes: 2 ** 30 - 1 }));
+  refused('OUT_OF_MEMORY', () => BloomFilter.fromScandump([[1, chain([layerRecord(2 ** 40)])]]));
+  const grown = process.memoryUsage().arrayBuffers - before;
+  assert.ok(grown < 2 ** 20, `${grown} bytes of ArrayBuffers`);
+  // A layer's array is allocated by its first chunk, and only that layer's.
+  const g = BloomFilter.decodeHeader(HEADER);
+  g.applyChunk(25, new Uint8Array(16).fill(1));
+  assert.equal(g.layers[0].data.length, 0);
+  assert.equal(g.layers[1].data.length, 16);
+});
+
+test('iterators: Redis integers exactly, numbers only where exact', () => {
+  for (const [value, code, words] of ITERATORS) {
+    const f = BloomFilter.decodeHeader(HEADER);
+    if (code === null) f.applyChunk(value, new Uint8Array(0));
+    else refusedWith(code, words, () => f.applyChunk(value, new Uint8Array(0)));
+  }
+  refused('NOT_NUMERIC', () => BloomFilter.fromScandump([['\u0661', HEADER]]));
+  refused('NOT_NUMERIC', () => BloomFilter.fromScandump([WALK[0], ['1e3', new Uint8Array(0)]]));
+});
+
+test('bad chunks: the LOADCHUNK verdicts, nothing written', () => {
+  for (const [it, data, code, words] of CHUNKS) {
+    const f = BloomFilter.decodeHeader(HEADER);
+    if (code === null) {
+      f.applyChunk(it, data);
+    } else {
+      refusedWith(code, words, () => f.applyChunk(it, data));
+      assert.ok(f.layers.every((l) => l.data.every((b) => b === 0)));
+    }
+  }
+  const g = BloomFilter.decodeHeader(HEADER);
+  g.applyChunk(9, enc('01234567'));
   assert.deepEqual(Buffer.from(g.layers[0].data).toString(), '01234567');
-  refused('BAD_DATA', () => f().applyChunk(1.5, new Uint8Array(0)));
-  refused('BAD_DATA', () => f().applyChunk(2 ** 60, new Uint8Array(0)));
-  refused('BAD_DATA', () => f().applyChunk(9, 'not bytes'));
+  refused('BAD_DATA', () => g.applyChunk(9, 'not bytes'));
 });
 
 test('truncated or malformed walks', () => {
@@ -101,7 +118,8 @@ test('truncated or malformed walks', () => {
   refused('INCOMPLETE', () => BloomFilter.fromScandump([WALK[0]])); // header only
   refused('INCOMPLETE', () => BloomFilter.fromScandump(WALK.slice(0, 2))); // second layer missing
   refused('INCOMPLETE', () => BloomFilter.fromScandump([WALK[0], [9, WALK[1][1].subarray(1)], WALK[2]]));
-  refused('BAD_DATA', () => BloomFilter.fromScandump(WALK.slice(1))); // no header first
+  refusedWith('NOT_FOUND', 'the first pair must be the header (iterator 1), got iterator 9',
+    () => BloomFilter.fromScandump(WALK.slice(1))); // no header first
   refused('BAD_DATA', () => BloomFilter.fromScandump([[1, HEADER], [9]]));
   refused('BAD_DATA', () => BloomFilter.fromScandump([[1, HEADER], 'junk']));
   refused('TOO_BIG', () => BloomFilter.fromScandump([WALK[0], [25, new Uint8Array(24)]]));

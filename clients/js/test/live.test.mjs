@@ -1,13 +1,15 @@
 // Proof of identity against a live server: for filters with 1, 3 and 8 layers, NONSCALING,
 // EXPANSION 1 and 4, a legacy power-of-two / 32-bit-hash filter, and every Bloom key of the
 // RedisBloom fixture RDB, the checker answers exactly what BF.MEXISTS answers on 200 000 probes
-// (members, strangers of every length, binary and UTF-8 items).
+// (members, strangers of every length, binary and UTF-8 items); and every hostile header,
+// iterator and chunk of cases.mjs gets from BF.LOADCHUNK the verdict the checker gives.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BloomFilter } from '../src/index.js';
+import { BloomFilter, ScandumpError } from '../src/index.js';
 import { startServer, scandump } from './redis.mjs';
+import { HEADER, WALK, HOSTILE_HEADERS, ITERATORS, CHUNKS } from './cases.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const PROBES = 200_000;
@@ -142,4 +144,88 @@ test('every Bloom key of the RedisBloom fixture RDB: identical to BF.MEXISTS', a
   } finally {
     fx.stop();
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+// The checker refuses what BF.LOADCHUNK refuses, with the matching code: every hostile header,
+// iterator and chunk of cases.mjs is also sent to the server.
+
+/** What BF.LOADCHUNK answers for each of the checker's codes. */
+const SERVER_TEXT = {
+  BAD_DATA: 'ERR received bad data',
+  NO_LINK: 'ERR invalid offset - no link found',
+  TOO_BIG: 'ERR invalid chunk - Too big for current filter',
+  NOT_NUMERIC: 'ERR Second argument must be numeric',
+  OUT_OF_MEMORY: 'ERR Insufficient memory to create filter',
+  NOT_FOUND: 'ERR not found',
+};
+
+async function loadchunk(c, key, it, data) {
+  try {
+    return await c.call('BF.LOADCHUNK', key, it, Buffer.from(data));
+  } catch (e) {
+    return e.message;
+  }
+}
+
+function local(fn) {
+  try {
+    fn();
+    return null;
+  } catch (e) {
+    if (!(e instanceof ScandumpError)) throw e;
+    return e.code;
+  }
+}
+
+async function gv2(c, key) {
+  await c.call('DEL', key);
+  assert.equal(await loadchunk(c, key, 1, HEADER), 'OK');
+  return key;
+}
+
+test('hostile headers: the server gives the same verdict', async () => {
+  const c = server.client;
+  for (const [name, h, code, , expected] of HOSTILE_HEADERS) {
+    await c.call('DEL', 'v:h');
+    const reply = await loadchunk(c, 'v:h', 1, h);
+    assert.equal(local(() => BloomFilter.decodeHeader(h)), code, name);
+    if (expected !== null) assert.ok(reply.includes(expected), `${name}: server said ${reply}`);
+    if (code !== 'UNSUPPORTED' && expected !== null) assert.equal(reply, SERVER_TEXT[code], name);
+  }
+});
+
+test('a real window filter dump: UNSUPPORTED here, loaded by the server', async () => {
+  const c = server.client;
+  await c.call('BF.RESERVE', 'v:w', '0.01', '1000', 'WINDOW', '60000');
+  await c.call('BF.ADD', 'v:w', 'x');
+  const chunks = await scandump(c, 'v:w');
+  assert.equal(Buffer.from(chunks[0][1].subarray(0, 8)).toString(), 'BFwindow');
+  assert.throws(() => BloomFilter.fromScandump(chunks),
+    (e) => e.code === 'UNSUPPORTED' && e.message.includes('this is a window filter dump (header begins with BFwindow'));
+  for (const [it, data] of chunks) assert.equal(await loadchunk(c, 'v:w2', it, data), 'OK');
+});
+
+test('iterators and chunks: the server gives the same verdict', async () => {
+  const c = server.client;
+  for (const [value, code] of ITERATORS) {
+    // Sent as the server receives them: only what has one exact decimal form (a number past
+    // 2^53 - 1 may already be a rounded value, which the checker refuses by design).
+    const exact = typeof value === 'string' || typeof value === 'bigint' ||
+      (typeof value === 'number' && (Number.isSafeInteger(value) || !Number.isInteger(value)));
+    if (!exact) continue;
+    const reply = await loadchunk(c, await gv2(c, 'v:i'), value, new Uint8Array(0));
+    const f = BloomFilter.decodeHeader(HEADER);
+    assert.equal(local(() => f.applyChunk(value, new Uint8Array(0))), code, String(value));
+    assert.equal(reply, code === null ? 'OK' : SERVER_TEXT[code], String(value));
+  }
+  for (const [it, data, code] of CHUNKS) {
+    const reply = await loadchunk(c, await gv2(c, 'v:c'), it, data);
+    const f = BloomFilter.decodeHeader(HEADER);
+    assert.equal(local(() => f.applyChunk(it, data)), code, String(it));
+    assert.equal(reply, code === null ? 'OK' : SERVER_TEXT[code], String(it));
+  }
+  await c.call('DEL', 'v:n');
+  assert.equal(await loadchunk(c, 'v:n', WALK[1][0], WALK[1][1]), SERVER_TEXT.NOT_FOUND);
+  assert.equal(local(() => BloomFilter.fromScandump(WALK.slice(1))), 'NOT_FOUND');
 });

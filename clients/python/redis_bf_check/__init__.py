@@ -30,6 +30,7 @@ __all__ = [
     "murmur64a",
     "murmur2_32",
     "DEFAULT_MAX_BYTES",
+    "MAX_LAYERS",
 ]
 
 #: Option bit: exact bit count (no power-of-two rounding).
@@ -52,8 +53,14 @@ MAX_HASHES = 2048
 LN2 = 0.693147180559945
 #: Default bound on the total bit-array bytes a header may announce: 1 GiB.
 DEFAULT_MAX_BYTES = 1 << 30
+#: Most layers a header may announce (``MAX_LAYERS`` in the server's core/src/chain.rs).
+MAX_LAYERS = 4096
+#: First 8 bytes of a window filter's header (``HEADER_MAGIC`` in core/src/window.rs).
+WINDOW_MAGIC = b"BFwindow"
 
 _MASK64 = (1 << 64) - 1
+_I64_MIN = -(1 << 63)
+_I64_MAX = (1 << 63) - 1
 _M64 = 0xC6A4A7935BD1E995
 _SEED64 = 0xC6A4A7935BD1E995
 _SEED32 = 0x9747B28C
@@ -65,11 +72,24 @@ Bytes = Union[bytes, bytearray, memoryview]
 
 
 class ScandumpError(ValueError):
-    """A malformed, hostile or incomplete dump.
+    """A malformed, hostile, unsupported or incomplete dump. ``str(error)`` says what is wrong.
 
-    ``code`` is ``"BAD_DATA"``, ``"NO_LINK"`` or ``"TOO_BIG"`` (BF.LOADCHUNK's verdicts:
-    ``ERR received bad data``, ``ERR invalid offset - no link found``, ``ERR invalid chunk - Too
-    big for current filter``) or ``"INCOMPLETE"`` (a walk with bytes missing).
+    ``code`` is BF.LOADCHUNK's verdict on the same input:
+
+    - ``"BAD_DATA"``: ``ERR received bad data`` (a header, or a chunk's iterator and length);
+    - ``"NO_LINK"``: ``ERR invalid offset - no link found``;
+    - ``"TOO_BIG"``: ``ERR invalid chunk - Too big for current filter``;
+    - ``"NOT_NUMERIC"``: ``ERR Second argument must be numeric`` (an iterator that is not a
+      Redis integer);
+    - ``"OUT_OF_MEMORY"``: ``ERR Insufficient memory to create filter`` (a valid header whose
+      bit arrays total more than ``max_bytes``, the local stand-in for the server's budget);
+
+    - ``"NOT_FOUND"``: ``ERR not found`` (a walk whose first pair is not the header: the
+      server has no filter to write a chunk into);
+
+    or one the server has no equivalent for: ``"UNSUPPORTED"`` (a window filter's dump, which
+    the server loads but this checker does not read) and ``"INCOMPLETE"`` (a walk with bytes
+    missing).
     """
 
     def __init__(self, code: str, message: str):
@@ -144,15 +164,19 @@ def hash_pair(item: Union[str, Bytes], legacy32: bool = False) -> Tuple[int, int
 def _hash_count(bpe: float) -> int:
     """ceil(LN2 * bpe) as the module computes it (NaN -> 0, saturating at u32)."""
     x = LN2 * bpe
-    if math.isnan(x):
-        return 0
+    if math.isnan(x) or x <= 0.0:
+        return 0  # also -inf, on which math.ceil would raise
     if x == math.inf:
         return 0xFFFFFFFF
-    return min(max(math.ceil(x), 0), 0xFFFFFFFF)
+    return min(math.ceil(x), 0xFFFFFFFF)
 
 
 class _Layer:
-    __slots__ = ("nbytes", "bits", "items", "error", "bpe", "hashes", "entries", "n2", "modulus", "data")
+    """One layer's shape and bit array. The array is not allocated when the header is decoded:
+    chunks are kept as they arrive (``_pieces``: ``(offset, bytes)``, in order) and assembled on
+    first use, so a header costs only what its chunks bring."""
+
+    __slots__ = ("nbytes", "bits", "items", "error", "bpe", "hashes", "entries", "n2", "modulus", "_data", "_pieces")
 
     def __init__(self, nbytes, bits, items, error, bpe, hashes, entries, n2):
         self.nbytes = nbytes
@@ -164,7 +188,38 @@ class _Layer:
         self.entries = entries
         self.n2 = n2
         self.modulus = (1 << n2) if n2 > 0 else bits
-        self.data = bytearray()
+        self._data = None
+        self._pieces = []
+
+    @property
+    def data(self):
+        """The bit array (``bytes`` or ``bytearray`` of ``nbytes``), assembled from the chunks
+        applied so far; bytes no chunk wrote are zero, as on the server."""
+        pieces = self._pieces
+        if self._data is not None and not pieces:
+            return self._data
+        if self._data is None and pieces:
+            # The common case, a walk: chunks that tile the layer exactly are joined, with no
+            # zero-filled array (one chunk covering the whole layer is used as it is).
+            ordered = sorted(pieces, key=lambda p: p[0])
+            end = 0
+            for off, chunk in ordered:
+                if off != end:
+                    break
+                end += len(chunk)
+            else:
+                if end == self.nbytes:
+                    self._data = ordered[0][1] if len(ordered) == 1 else b"".join(c for _, c in ordered)
+                    self._pieces = []
+                    return self._data
+        # Gaps, overlaps, or chunks over an assembled array: written in arrival order (a later
+        # chunk overwrites an earlier one, as BF.LOADCHUNK does).
+        buf = bytearray(self.nbytes) if self._data is None else bytearray(self._data)
+        for off, chunk in pieces:
+            buf[off : off + len(chunk)] = chunk
+        self._data = buf
+        self._pieces = []
+        return buf
 
 
 def _as_bytes(data, what: str) -> bytes:
@@ -173,21 +228,47 @@ def _as_bytes(data, what: str) -> bytes:
     raise ScandumpError("BAD_DATA", "%s: data must be bytes, not %s" % (what, type(data).__name__))
 
 
+_NUMERIC = "BF.LOADCHUNK would answer ERR Second argument must be numeric"
+
+
+def _parse_i64(s: bytes) -> Tuple[Optional[int], str]:
+    """Redis' strict integer (string2ll; ``parse_i64`` in the server's src/module/args.rs):
+    ASCII digits with an optional leading ``-``, no ``+``, spaces, leading zeros or ``-0``, in
+    the signed 64-bit range. Returns ``(value, "")`` or ``(None, why not)``."""
+    digits = s[1:] if s[:1] == b"-" else s
+    if not digits or not all(0x30 <= c <= 0x39 for c in digits):
+        return None, "not a Redis integer (ASCII digits 0-9 with an optional leading '-')"
+    if digits[0] == 0x30 and s != b"0":
+        return None, "not a Redis integer (no leading zeros, no '-0')"
+    v = int(s)
+    if not _I64_MIN <= v <= _I64_MAX:
+        return None, "outside the signed 64-bit range"
+    return v, ""
+
+
 def _as_iterator(it, what: str) -> int:
-    if isinstance(it, bool):
-        raise ScandumpError("BAD_DATA", "%s: iterator must be an integer" % what)
-    if isinstance(it, (bytes, bytearray)):
-        it = bytes(it).decode("ascii", "replace")
-    if isinstance(it, str):
-        s = it.strip()
-        if not (s.lstrip("-").isdigit() and s.count("-") <= 1 and not s.endswith("-")):
-            raise ScandumpError("BAD_DATA", "%s: iterator must be an integer, got %r" % (what, it))
-        it = int(s)
-    if not isinstance(it, int):
-        raise ScandumpError("BAD_DATA", "%s: iterator must be an integer, got %r" % (what, it))
-    if not -(1 << 63) <= it < (1 << 63):
-        raise ScandumpError("BAD_DATA", "%s: iterator out of range" % what)
-    return it
+    """An iterator exactly as the server reads it: an ``int`` in the signed 64-bit range (what
+    redis-py returns), or a ``str`` / ``bytes`` in Redis' integer syntax."""
+    if isinstance(it, bool) or not isinstance(it, (int, str, bytes, bytearray)):
+        raise ScandumpError(
+            "NOT_NUMERIC", "%s: iterator must be an int, str or bytes, not %s (%s)" % (what, type(it).__name__, _NUMERIC)
+        )
+    if isinstance(it, int):
+        if not _I64_MIN <= it <= _I64_MAX:
+            raise ScandumpError(
+                "NOT_NUMERIC", "%s: iterator %d is outside the signed 64-bit range (%s)" % (what, it, _NUMERIC)
+            )
+        return it
+    raw = it.encode("utf-8", "surrogatepass") if isinstance(it, str) else bytes(it)
+    v, why = _parse_i64(raw)
+    if v is None:
+        raise ScandumpError("NOT_NUMERIC", "%s: iterator %r is %s (%s)" % (what, it, why, _NUMERIC))
+    return v
+
+
+def _check_max_bytes(max_bytes) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        raise TypeError("max_bytes must be a non-negative int, not %r" % (max_bytes,))
 
 
 class BloomFilter:
@@ -209,12 +290,22 @@ class BloomFilter:
     @classmethod
     def decode_header(cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> "BloomFilter":
         """Decodes a header (the data SCANDUMP returns for iterator 0) with BF.LOADCHUNK's
-        checks, before allocating anything; the bit arrays are zeroed.
+        checks, in the server's order (``decode_header`` in core/src/dump.rs). Nothing is
+        allocated for the bit arrays: they read as zero until chunks are applied, and take only
+        the memory the chunks bring.
 
-        Raises :class:`ScandumpError` (``BAD_DATA``), also when the layers together would take
-        more than ``max_bytes`` bytes.
+        Raises :class:`ScandumpError`: ``UNSUPPORTED`` for a window filter's header,
+        ``BAD_DATA`` for any check the server makes, ``OUT_OF_MEMORY`` for a valid header whose
+        layers together announce more than ``max_bytes`` bytes (default 1 GiB).
         """
+        _check_max_bytes(max_bytes)
         data = _as_bytes(data, "header")
+        if len(data) >= 12 and data[:8] == WINDOW_MAGIC and data[8:12] == b"\0\0\0\0":
+            raise ScandumpError(
+                "UNSUPPORTED",
+                "this is a window filter dump (header begins with BFwindow and a zero layer count): "
+                "the checker reads plain filters only",
+            )
 
         def bad(why):
             return ScandumpError("BAD_DATA", "bad SCANDUMP header: " + why)
@@ -225,10 +316,12 @@ class BloomFilter:
         expected = HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * nfilters
         if nfilters == 0:
             raise bad("no layers")
+        if nfilters > MAX_LAYERS:
+            raise bad("%d layers, more than the server's limit of %d" % (nfilters, MAX_LAYERS))
         if len(data) != expected:
             raise bad("%d bytes for %d layers (%d expected)" % (len(data), nfilters, expected))
         if options & ~OPT_ALL:
-            raise bad("unknown option bits %d" % options)
+            raise bad("unknown option bits 0x%x (only 0x%x are defined)" % (options & ~OPT_ALL, OPT_ALL))
         layers = []
         total_size = 0
         total_bytes = 0
@@ -236,56 +329,71 @@ class BloomFilter:
             nbytes, bits, items, error, bpe, hashes, entries, n2 = _LAYER.unpack_from(
                 data, HEADER_FIXED_BYTES + HEADER_LAYER_BYTES * j
             )
-            ok = (
-                0.0 < error < 1.0
-                and n2 <= 63
-                and (n2 == 0 or bits >= (1 << n2))
-                and bits != 0
-                and nbytes * 8 == bits
-                and hashes == _hash_count(bpe)
-                and 1 <= hashes <= MAX_HASHES
-            )
-            if not ok:
-                raise bad("layer %d is inconsistent" % j)
+            if not 0.0 < error < 1.0:
+                raise bad("layer %d: error rate %r is not between 0 and 1" % (j, error))
+            if n2 > 63:
+                raise bad("layer %d: n2 %d is above 63" % (j, n2))
+            if n2 != 0 and bits < (1 << n2):
+                raise bad("layer %d: %d bits, fewer than 2^n2 = 2^%d" % (j, bits, n2))
+            if bits == 0:
+                raise bad("layer %d: 0 bits" % j)
+            if nbytes * 8 != bits:
+                raise bad("layer %d: %d bits is not 8 x %d bytes" % (j, bits, nbytes))
+            if hashes != _hash_count(bpe):
+                raise bad("layer %d: %d hashes, but ceil(ln2 x bpe %r) = %d" % (j, hashes, bpe, _hash_count(bpe)))
+            if not 1 <= hashes <= MAX_HASHES:
+                raise bad("layer %d: %d hashes, outside 1..%d" % (j, hashes, MAX_HASHES))
             total_size += items
+            if total_size > _MASK64:
+                raise bad("the layers' item counts overflow 64 bits at layer %d" % j)
             total_bytes += nbytes
+            if total_bytes > _MASK64:
+                raise bad("the layers' byte counts overflow 64 bits at layer %d" % j)
             layers.append(_Layer(nbytes, bits, items, error, bpe, hashes, entries, n2))
         if total_size != size:
-            raise bad("layer item counts add up to %d, not %d" % (total_size, size))
+            raise bad("layer item counts add up to %d, not the chain's %d" % (total_size, size))
         if total_bytes > max_bytes:
-            raise bad(
-                "the layers take %d bytes, more than the limit of %d (argument max_bytes)"
-                % (total_bytes, max_bytes)
+            raise ScandumpError(
+                "OUT_OF_MEMORY",
+                "the layers take %d bytes, more than the limit of %d (argument max_bytes)" % (total_bytes, max_bytes),
             )
-        for layer in layers:
-            layer.data = bytearray(layer.nbytes)
         return cls(size, options, growth, layers)
 
     def apply_chunk(self, iterator, data: Bytes) -> Tuple[int, int]:
-        """Copies one chunk in, with BF.LOADCHUNK's checks. ``iterator`` is the one SCANDUMP
-        returned *with* the chunk, so the chunk starts at byte ``iterator - len - 1``.
-        Returns the ``(start, end)`` byte offsets written. Raises :class:`ScandumpError`.
+        """Copies one chunk in, with BF.LOADCHUNK's checks (``apply_chunk`` in
+        core/src/dump.rs). ``iterator`` is the one SCANDUMP returned *with* the chunk, so the
+        chunk starts at byte ``iterator - len - 1``. Returns the ``(start, end)`` byte offsets
+        written. Raises :class:`ScandumpError` (``NOT_NUMERIC``, ``BAD_DATA``, ``NO_LINK``,
+        ``TOO_BIG``); nothing changes when it does.
         """
         it = _as_iterator(iterator, "chunk")
         data = _as_bytes(data, "chunk")
         n = len(data)
         if it <= 0 or it < n:
-            raise ScandumpError("BAD_DATA", "bad chunk: iterator %d for %d bytes" % (it, n))
+            why = "not positive" if it <= 0 else "smaller than the chunk's length"
+            raise ScandumpError("BAD_DATA", "bad chunk: iterator %d for %d bytes (%s)" % (it, n, why))
         start = it - n
         base = 0
         if start >= 1:
-            for layer in self.layers:
+            for index, layer in enumerate(self.layers):
                 if start - 1 < base + layer.nbytes:
                     off = start - 1 - base
                     if n > layer.nbytes - off:
                         raise ScandumpError(
-                            "TOO_BIG", "invalid chunk at iterator %d: runs past the end of its layer" % it
+                            "TOO_BIG",
+                            "invalid chunk at iterator %d: %d bytes from offset %d run past the end of "
+                            "layer %d (%d bytes left)" % (it, n, start - 1, index, layer.nbytes - off),
                         )
-                    layer.data[off : off + n] = data
+                    if n:
+                        layer._pieces.append((off, data))
                     self._checks = []
                     return start - 1, start - 1 + n
                 base += layer.nbytes
-        raise ScandumpError("NO_LINK", "invalid chunk at iterator %d: offset outside every layer" % it)
+        raise ScandumpError(
+            "NO_LINK",
+            "invalid chunk at iterator %d: its start, offset %d, is outside every layer (%d bytes)"
+            % (it, start - 1, base),
+        )
 
     @classmethod
     def from_scandump(
@@ -296,9 +404,12 @@ class BloomFilter:
         applies, and the chunks must cover every layer byte (a missing chunk would make the
         filter answer "absent" for items the server has).
 
-        ``max_bytes`` bounds the total bit-array bytes (default 1 GiB); a header announcing more
-        is refused before anything is allocated. Raises :class:`ScandumpError`.
+        ``max_bytes`` bounds the total bit-array bytes a header may announce (default 1 GiB):
+        more is refused (``OUT_OF_MEMORY``) before anything is allocated. Below it, the memory
+        taken is what the chunks bring: nothing is allocated from the header alone. Raises
+        :class:`ScandumpError`.
         """
+        _check_max_bytes(max_bytes)
         filt: Optional[BloomFilter] = None
         written = []
         for pair in chunks:
@@ -308,7 +419,9 @@ class BloomFilter:
             if filt is None:
                 if it != 1:
                     raise ScandumpError(
-                        "BAD_DATA", "the first pair must be the header (iterator 1), got iterator %d" % it
+                        "NOT_FOUND",
+                        "the first pair must be the header (iterator 1), got iterator %d (BF.LOADCHUNK "
+                        "of a chunk before its header would answer ERR not found)" % it,
                     )
                 filt = cls.decode_header(_as_bytes(pair[1], "header"), max_bytes)
                 continue
@@ -329,6 +442,8 @@ class BloomFilter:
                 "INCOMPLETE",
                 "incomplete SCANDUMP walk: bytes from offset %d of %d are missing" % (covered, total),
             )
+        for layer in filt.layers:
+            layer.data  # assemble each bit array from its chunks now, once
         return filt
 
     # -- queries -------------------------------------------------------------------------------
@@ -387,11 +502,16 @@ class BloomFilter:
             b = hb ^ (hb >> 47)
         checks = self._checks
         if not checks:
-            # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits).
+            # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits). A
+            # layer no chunk wrote has every bit clear (k >= 1): it holds no item and is skipped,
+            # so querying a header alone allocates nothing.
             checks = self._checks = [
-                (layer.modulus, range(layer.hashes - 1), bytes(layer.data))
+                (layer.modulus, range(layer.hashes - 1), layer.data)
                 for layer in reversed(self.layers)
+                if layer._data is not None or layer._pieces
             ]
+            if not checks:
+                return False
         mask = _MASK64
         for modulus, rest, bits in checks:
             # Most absent items are rejected by the first position: test it before the loop.
