@@ -202,8 +202,7 @@ const WINDOW_CASES: &[WindowCase] = &[
                 .query(p)
                 .unwrap();
             let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
-            let (iter, header): (i64, Vec<u8>) =
-                common::cmd("BF.SCANDUMP src 0").query(p).unwrap();
+            let (iter, header): (i64, Vec<u8>) = common::cmd("BF.SCANDUMP src 0").query(p).unwrap();
             let _: i64 = common::cmd("DEL src").query(p).unwrap();
             let mut c = common::cmd("BF.LOADCHUNK w");
             c.arg(iter).arg(header);
@@ -215,6 +214,21 @@ const WINDOW_CASES: &[WindowCase] = &[
         command: "RESTORE",
         setup: |p| {
             let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
+                .query(p)
+                .unwrap();
+            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            let payload: Vec<u8> = common::cmd("DUMP src").query(p).unwrap();
+            let _: i64 = common::cmd("DEL src").query(p).unwrap();
+            let mut c = common::cmd("RESTORE w 0");
+            c.arg(payload);
+            c
+        },
+    },
+    WindowCase {
+        name: "RESTORE of a plain filter",
+        command: "RESTORE",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
                 .query(p)
                 .unwrap();
             let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
@@ -238,10 +252,16 @@ fn window_replica_that_cannot_allocate_aborts_on_every_server() {
             attach_replica(&replica, &primary);
             limit_memory(&mut replica.conn());
             let r: Value = trigger.query(&mut p).unwrap();
-            assert!(!matches!(r, Value::ServerError(_)), "{server}, {}: {r:?}", case.name);
+            assert!(
+                !matches!(r, Value::ServerError(_)),
+                "{server}, {}: {r:?}",
+                case.name
+            );
             if !exits_within(&mut replica, Duration::from_secs(20)) {
                 let mut rc = replica.conn();
-                let answers: Value = common::cmd("BF.MEXISTS w a b c last x").query(&mut rc).unwrap();
+                let answers: Value = common::cmd("BF.MEXISTS w a b c last x")
+                    .query(&mut rc)
+                    .unwrap();
                 panic!(
                     "{server}, {}: the replica stayed up after failing a replicated {} \
                      (BF.MEXISTS: {answers:?}); log:\n{}",
@@ -250,7 +270,11 @@ fn window_replica_that_cannot_allocate_aborts_on_every_server() {
                     replica.log()
                 );
             }
-            assert_abort_line(&replica.log(), case.command, &format!("{server}, {}", case.name));
+            assert_abort_line(
+                &replica.log(),
+                case.command,
+                &format!("{server}, {}", case.name),
+            );
         }
     }
 }
@@ -264,7 +288,10 @@ fn assert_abort_line(log: &str, command: &str, what: &str) {
         .find(|l| l.contains("bf: out of memory") || l.contains("Out Of Memory allocating"))
         .unwrap_or_else(|| panic!("{what}: no out-of-memory line in the log:\n{log}"));
     if line.contains("bf: out of memory") {
-        assert!(line.contains(command) && line.contains("aborting"), "{what}: {line}");
+        assert!(
+            line.contains(command) && line.contains("aborting"),
+            "{what}: {line}"
+        );
     }
 }
 

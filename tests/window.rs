@@ -600,7 +600,8 @@ fn module_configs_apply_to_window_filters() {
         CONFIG SET bf.expansion-factor 0                    -> OK
         BF.INSERT wn WINDOW 60000 ITEMS a                   -> [1]
         BF.INFO wn EXPANSION                                -> [nil]
-        CONFIG SET bf.max-filter-bytes 1000                 -> OK
+        # Room for the five generations of 800 bytes (6 400 bits, the minimum at 0.01) of "small".
+        CONFIG SET bf.max-filter-bytes 4000                 -> OK
         BF.RESERVE big 0.01 100000 WINDOW 1000              -> (error) ERR Insufficient memory to create filter
         BF.INSERT big WINDOW 1000 CAPACITY 100000 ITEMS a   -> (error) ERR Insufficient memory to create filter
         EXISTS big                                          -> 0
@@ -612,4 +613,100 @@ fn module_configs_apply_to_window_filters() {
         debug.contains(" capacity:100 ") && debug.contains(" ratio:0.000166667"),
         "{debug}"
     );
+}
+
+/// A window filter is admitted against all its generations at capacity, a repeated WINDOW is
+/// an arity error, and an error rate no layer can be sized for is refused as a config.
+#[test]
+fn admission_and_edges() {
+    let server = Server::start();
+    let mut t = common::Steps::new(&server);
+    t.steps(
+        r#"
+        BF.RESERVE probe 0.01 400000 WINDOW 60000                      -> OK
+        BF.ADD probe x                                                 -> 1
+        BF.INSERT n WINDOW 1000 WINDOW 5 ITEMS a                       -> (error) ERR wrong number of arguments for 'bf.insert' command
+        BF.INSERT n WINDOW 1000 CAPACITY 9 window 1000 ITEMS a         -> (error) ERR wrong number of arguments for 'bf.insert' command
+        EXISTS n                                                       -> 0
+        CONFIG SET bf.error-rate 5e-324                                -> (error) ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - error rate too small: no filter layer can be sized for it
+        CONFIG GET bf.error-rate                                       -> ["bf.error-rate","0.01"]
+        CONFIG SET bf.error-rate 2e-323                                -> OK
+        "#,
+    );
+    // One generation's bit array, from BF.DEBUG's layer line.
+    let debug = common::reply_text(&t.run("BF.DEBUG probe"));
+    let bytes: u64 = debug
+        .split(" bytes:")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("{debug}"));
+    // With room for 2.5 generations the filter could never hold its capacity: refused; with
+    // room for all five, admitted.
+    t.ok(format!("CONFIG SET bf.max-filter-bytes {}", bytes * 5 / 2).as_str());
+    t.err(
+        "BF.RESERVE w 0.01 400000 WINDOW 60000",
+        "ERR Insufficient memory to create filter",
+    );
+    t.err(
+        "BF.INSERT w CAPACITY 400000 WINDOW 60000 ITEMS a",
+        "ERR Insufficient memory to create filter",
+    );
+    t.ok(format!("CONFIG SET bf.max-filter-bytes {}", bytes * 5).as_str());
+    t.ok("BF.RESERVE w 0.01 400000 WINDOW 60000");
+}
+
+/// Time stands still inside a Lua script and a MULTI/EXEC for window filters, as Redis'
+/// own clock does for key expiry: an item added there is present for the rest of it, however
+/// long it runs against a 1 ms window. On every supported server.
+#[test]
+fn time_stands_still_inside_scripts_and_transactions() {
+    // Busy-waits 30 ms (the server's TIME), then checks.
+    const SCRIPT: &str = "redis.call('BF.ADD', KEYS[1], 'x'); \
+        local function us() local t = redis.call('TIME'); \
+        return tonumber(t[1]) * 1000000 + tonumber(t[2]) end; \
+        local start = us(); while us() - start < 30000 do end; \
+        return redis.call('BF.EXISTS', KEYS[1], 'x')";
+    for (name, bin) in common::servers() {
+        let server = Server::start_on(&bin, &[], &[]);
+        let mut con = server.conn();
+        for key in ["script", "multi", "between"] {
+            reserve(&mut con, key, 0.01, 100, 1);
+        }
+        let r: i64 = redis::cmd("EVAL")
+            .arg(SCRIPT)
+            .arg(1)
+            .arg("script")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(r, 1, "{name}: inside a script");
+        let (added, exists): (i64, i64) = redis::pipe()
+            .atomic()
+            .cmd("BF.ADD")
+            .arg("multi")
+            .arg("x")
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.03")
+            .ignore()
+            .cmd("BF.EXISTS")
+            .arg("multi")
+            .arg("x")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!((added, exists), (1, 1), "{name}: inside MULTI/EXEC");
+        // Between commands time moves: 30 ms is 120 generations of a 1 ms window.
+        let _: i64 = common::cmd("BF.ADD between x").query(&mut con).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let r: i64 = common::cmd("BF.EXISTS between x").query(&mut con).unwrap();
+        assert_eq!(r, 0, "{name}: outside a script the item ages out");
+        for key in ["script", "multi"] {
+            let r: i64 = common::cmd("BF.EXISTS")
+                .arg(key)
+                .arg("x")
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(r, 0, "{name}: {key}, after it");
+        }
+    }
 }

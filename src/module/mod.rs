@@ -176,7 +176,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     if let Err(msg) = window_type::register_clock(ctx) {
-        ctx.log_warning(&format!("redis-bf: cannot follow the event loop for window filters' clock: {msg}"));
+        ctx.log_warning(&format!(
+            "redis-bf: cannot follow the event loop for window filters' clock: {msg}"
+        ));
         return Status::Err;
     }
     // Commands are registered in lower case: Redis names the registered name in its arity

@@ -94,62 +94,42 @@ fn system_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The time frozen for the script or transaction that runs now, on servers without
-/// `RedisModule_CachedMicroseconds` (Redis 7.0): taken by the first window command of a
-/// script or `EXEC` and forgotten when the event loop next goes to sleep (a script or a
+/// The time frozen for the script or transaction that runs now: taken by the first window
+/// command of a script or `EXEC` and forgotten when the event loop moves on (a script or a
 /// transaction runs whole inside one event-loop iteration). 0: none taken.
 static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 
-/// The time window filters read: milliseconds since the Unix epoch plus
+/// The time window filters read: milliseconds since the Unix epoch (the system clock) plus
 /// `REDIS_BF_CLOCK_OFFSET_MS`, frozen inside a Lua script, a function or `MULTI`/`EXEC`, as
 /// Redis freezes its own clock there for key expiry (so `BF.ADD w x` then `BF.EXISTS w x` in
-/// one script answers 1 however long the script runs).
-///
-/// Redis ≥ 7.2 and Valkey give the server's cached command time
-/// (`RedisModule_CachedMicroseconds`: updated before each top-level command, not inside a
-/// script or a transaction); Redis 7.0 does not, so the module freezes the time itself there
-/// ([`FROZEN_MS`], reset by [`register_clock`]'s event-loop hook) and reads the system clock
-/// for every other command.
+/// one script answers 1 however long the script runs). The module freezes it itself
+/// ([`FROZEN_MS`], reset by [`register_clock`]'s event-loop hook): the server's cached time
+/// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2) moves inside a long script on Redis 7.4.
 pub fn now_ms(ctx: &Context) -> u64 {
-    // SAFETY: reading an API pointer set once by RedisModule_Init; the function takes no
-    // arguments and only reads the server's cached time.
-    let cached = unsafe { raw::RedisModule_CachedMicroseconds }.map(|f| unsafe { f() });
-    let base = match cached {
-        Some(us) if us > 0 => us as u64 / 1000,
-        _ if ctx
-            .get_flags()
-            .intersects(ContextFlags::LUA | ContextFlags::MULTI) =>
-        {
-            match FROZEN_MS.load(Ordering::Relaxed) {
-                0 => {
-                    let now = system_ms();
-                    FROZEN_MS.store(now, Ordering::Relaxed);
-                    now
-                }
-                frozen => frozen,
+    let base = if ctx
+        .get_flags()
+        .intersects(ContextFlags::LUA | ContextFlags::MULTI)
+    {
+        match FROZEN_MS.load(Ordering::Relaxed) {
+            0 => {
+                let now = system_ms();
+                FROZEN_MS.store(now, Ordering::Relaxed);
+                now
             }
+            frozen => frozen,
         }
-        _ => system_ms(),
+    } else {
+        system_ms()
     };
     base.saturating_add_signed(clock_offset_ms())
 }
 
-/// On servers without `RedisModule_CachedMicroseconds`, subscribes to the event loop's
-/// events to forget the frozen script time ([`now_ms`]) between iterations. Called once by
-/// the module's `init`. Errors: the server refused the subscription (the frozen time would
-/// then never move again, so the module must not load).
+/// Subscribes to the event loop's events, to forget the frozen script time ([`now_ms`])
+/// between iterations. Called once by the module's `init`. Errors: the server refused the
+/// subscription (the frozen time would then never move again, so the module must not load).
 pub fn register_clock(ctx: &Context) -> Result<(), &'static str> {
-    // SAFETY: reading API pointers set once by RedisModule_Init.
-    let (cached, subscribe) = unsafe {
-        (
-            raw::RedisModule_CachedMicroseconds,
-            raw::RedisModule_SubscribeToServerEvent,
-        )
-    };
-    if cached.is_some() {
-        return Ok(());
-    }
-    let subscribe = subscribe.ok_or("no server events")?;
+    // SAFETY: reading an API pointer set once by RedisModule_Init.
+    let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent }.ok_or("no server events")?;
     let event = raw::RedisModuleEvent {
         id: raw::REDISMODULE_EVENT_EVENTLOOP,
         dataver: 1,
@@ -561,7 +541,15 @@ pub fn insert(ctx: &Context, args: &[Arg]) -> Option<Reply> {
             "BF.INSERT",
         ));
     }
-    Some(add(ctx, &key, &args[1], items, a.generation, None, "BF.INSERT"))
+    Some(add(
+        ctx,
+        &key,
+        &args[1],
+        items,
+        a.generation,
+        None,
+        "BF.INSERT",
+    ))
 }
 
 /// The window path of BF.ADD / BF.MADD / BF.INSERT on an existing key (the plain path found

