@@ -176,3 +176,25 @@ fn set_mtime(p: &Path, t: SystemTime) {
         .unwrap();
     f.set_modified(t).unwrap();
 }
+
+/// Loading logs no warning on any supported server: in particular none claiming that defrag is
+/// not supported (the redis-module crate's line about global defrag functions, which this
+/// module does not use; its types' defrag callbacks work wherever active defrag does).
+#[test]
+fn load_logs_no_warning() {
+    for (name, bin) in common::servers() {
+        let s = Server::start_on(&bin, &[], &[]);
+        let log = s.log();
+        let ours: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("<bf>") || l.to_lowercase().contains("defrag"))
+            .collect();
+        assert!(
+            ours.iter().any(|l| l.contains("bf-window")),
+            "{name}: {log}"
+        );
+        // Redis marks warnings with '#' after the timestamp.
+        let warnings: Vec<&&str> = ours.iter().filter(|l| l.contains(" # ")).collect();
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+    }
+}
