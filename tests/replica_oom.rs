@@ -166,6 +166,25 @@ fn fill_generation(p: &mut Connection) {
     assert_eq!((card, &layers[..]), (25, &[Value::Int(1)][..]));
 }
 
+/// `take`'s reply on a filter `src` (`BF.RESERVE src <reserve>` holding one item), which is
+/// then deleted: what a replica gets only later, as a header or a payload.
+fn made_and_deleted<T: redis::FromRedisValue>(p: &mut Connection, reserve: &str, take: &str) -> T {
+    let _: String = common::cmd(format!("BF.RESERVE src {reserve}"))
+        .query(p)
+        .unwrap();
+    let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+    let taken: T = common::cmd(take).query(p).unwrap();
+    let _: i64 = common::cmd("DEL src").query(p).unwrap();
+    taken
+}
+
+/// `RESTORE w 0 <payload>`.
+fn restore_of(payload: Vec<u8>) -> redis::Cmd {
+    let mut c = common::cmd("RESTORE w 0");
+    c.arg(payload);
+    c
+}
+
 const WINDOW_CASES: &[WindowCase] = &[
     WindowCase {
         name: "a new generation",
@@ -198,12 +217,8 @@ const WINDOW_CASES: &[WindowCase] = &[
         name: "the window LOADCHUNK header",
         command: "BF.LOADCHUNK",
         setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
-                .query(p)
-                .unwrap();
-            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
-            let (iter, header): (i64, Vec<u8>) = common::cmd("BF.SCANDUMP src 0").query(p).unwrap();
-            let _: i64 = common::cmd("DEL src").query(p).unwrap();
+            let (iter, header): (i64, Vec<u8>) =
+                made_and_deleted(p, BIG_WINDOW, "BF.SCANDUMP src 0");
             let mut c = common::cmd("BF.LOADCHUNK w");
             c.arg(iter).arg(header);
             c
@@ -212,31 +227,14 @@ const WINDOW_CASES: &[WindowCase] = &[
     WindowCase {
         name: "RESTORE",
         command: "RESTORE",
-        setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
-                .query(p)
-                .unwrap();
-            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
-            let payload: Vec<u8> = common::cmd("DUMP src").query(p).unwrap();
-            let _: i64 = common::cmd("DEL src").query(p).unwrap();
-            let mut c = common::cmd("RESTORE w 0");
-            c.arg(payload);
-            c
-        },
+        setup: |p| restore_of(made_and_deleted(p, BIG_WINDOW, "DUMP src")),
     },
     WindowCase {
         name: "RESTORE of a plain filter",
         command: "RESTORE",
         setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
-                .query(p)
-                .unwrap();
-            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
-            let payload: Vec<u8> = common::cmd("DUMP src").query(p).unwrap();
-            let _: i64 = common::cmd("DEL src").query(p).unwrap();
-            let mut c = common::cmd("RESTORE w 0");
-            c.arg(payload);
-            c
+            let reserve = format!("0.005 {BIG_CAPACITY} NONSCALING");
+            restore_of(made_and_deleted(p, &reserve, "DUMP src"))
         },
     },
 ];
