@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after table (issue 13): the module built from another commit ("before") and this
+# Before/after table: the module built from another commit ("before") and this
 # tree's ("after") run side by side, one redis-server each (the same binary), with the same
 # filters (bench/filters.py). Every row is measured ROUNDS times, alternating which server goes
 # first, and the table shows medians of redis-benchmark's ops/s turned into items/s and the
@@ -7,7 +7,7 @@
 # own ceiling for a command of that many arguments; the last lines give BF.MEXISTS as a fraction
 # of it, per side.
 #
-# Usage: bench/compare.sh [REF]   REF defaults to 58457b4 (the reference of issue 13); it is
+# Usage: bench/compare.sh [REF]   REF defaults to 58457b4 (the build before the single-item and batch work); it is
 #                                 built in a temporary worktree (target dir target/compare).
 # Env:   ROUNDS=n (5)  SCALE=x (1: requests per run ×x)  LARGE_ITEMS=n (1e8)
 #        PROFILE=dir   also `perf record -g` each server during one extra run of every row and

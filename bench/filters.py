@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Creates the benchmark filters in one or more running servers (bench/compare.sh, issue 13).
+"""Creates the benchmark filters in one or more running servers (bench/compare.sh).
 
 Usage: bench/filters.py LARGE_ITEMS PORT [PORT ...]
 

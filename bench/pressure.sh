@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Small filters and transient memory (issue 11, items 5 and 6). For each SERVER:MODULE pair
+# Small filters and transient memory (per-filter memory, peaks of big commands). For each SERVER:MODULE pair
 # given (default: this tree's release build on redis-server), starts the server on a free port
 # in a temp dir and prints:
 #   - BF.ADD / BF.RESERVE on new keys (default parameters) against BF.ADD of new items on one

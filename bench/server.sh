@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server benchmark (issue 5): starts redis-server with the release module on a free port in a
+# Server benchmark: starts redis-server with the release module on a free port in a
 # temp dir, drives it with redis-benchmark (Debian's redis-tools), and prints ops/s and items/s
 # next to the same server's GET/SET throughput at the same pipeline depth (the reference for the
 # server's own per-command cost), as ratios measured in the same run; batch commands next to the

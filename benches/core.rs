@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the pure core (issue 5). Run: `cargo bench --bench core`.
+//! Criterion benchmarks of the pure core. Run: `cargo bench --bench core`.
 //! Large cases (1e8-item layer, 100 MiB encodings) allocate about 120 MiB each.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -84,7 +84,7 @@ fn layer_ops(c: &mut Criterion) {
     g.finish();
 }
 
-/// Issue 5's batch target: 1000 items per call on a 1e8-item filter (132 MiB, far beyond the
+/// The batch benchmark: 1000 items per call on a 1e8-item filter (132 MiB, far beyond the
 /// caches), the batch path (hash the batch, then `contains_many` / `add_many` with prefetching)
 /// against a straightforward loop (`contains` / `add` per item) over the same items.
 fn batch_1000(c: &mut Criterion) {

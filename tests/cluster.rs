@@ -1,4 +1,4 @@
-//! Redis Cluster never loses an item (issue 4, topology 2): three primaries with the module,
+//! Redis Cluster never loses an item: three primaries with the module,
 //! created with `redis-cli --cluster create`; a cluster client (the `redis` crate's
 //! `ClusterClient`) writes 1000 filters spread over all slots; then slots holding filters move
 //! between the nodes three times with `redis-cli --cluster reshard` (MIGRATE, i.e. DUMP/RESTORE

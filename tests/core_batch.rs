@@ -1,4 +1,4 @@
-//! The batch paths of the pure core give exactly the simple paths' results (issue 5): the
+//! The batch paths of the pure core give exactly the simple paths' results: the
 //! software-pipelined batch check and add (with prefetching, which only layers of at least
 //! `PREFETCH_MIN_BYTES` use) against item-by-item calls on a clone of the same filter.
 

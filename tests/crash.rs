@@ -1,4 +1,4 @@
-//! Crash safety (issue 4, topology 3): with `appendonly yes` and `appendfsync always`, a
+//! Crash safety: with `appendonly yes` and `appendfsync always`, a
 //! writer adds items (BF.ADD, BF.MADD, BF.INSERT, implicit creation) and records every
 //! acknowledged reply; the server is killed with SIGKILL at a pseudo-random moment and
 //! restarted on the same directory; every acknowledged add must be present. Three plain

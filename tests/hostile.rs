@@ -1,4 +1,4 @@
-//! Hostile and absurd input never takes the server down (issue 4, items 5–8).
+//! Hostile and absurd input never takes the server down.
 //!
 //! - `restore_of_mutated_dump_payloads`: 10 000 RESTOREs of mutated valid DUMP payloads (byte
 //!   flips, truncations, insertions, huge lengths, and structure-aware mutations of the module

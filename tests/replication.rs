@@ -1,4 +1,4 @@
-//! Replication never loses an item (issue 4, topology 1): a primary and two replicas, 200 000
+//! Replication never loses an item: a primary and two replicas, 200 000
 //! items across 50 filters written with every add path (BF.ADD, BF.MADD, BF.INSERT, implicit
 //! creation, scaling and NONSCALING filters, LOADCHUNK restores of core-built and server-built
 //! dumps). Every replica must answer every item present (BF.MEXISTS in batches of 4000) and

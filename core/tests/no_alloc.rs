@@ -1,4 +1,4 @@
-//! The single-item paths allocate nothing (issue 13): hashing an item, testing it and adding
+//! The single-item paths allocate nothing: hashing an item, testing it and adding
 //! it to an existing filter — including a filter of several layers, adds that land in the
 //! newest one and adds of items already present — make no heap allocation at all.
 
