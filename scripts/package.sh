@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 . scripts/rust-env.sh
+# npm and python3-venv (quiet when nothing is missing; scripts/test.sh has run it already).
+scripts/install-deps.sh test
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 [ -n "$version" ] || { echo "package.sh: no version in Cargo.toml's [workspace.package]" >&2; exit 1; }
 
