@@ -70,6 +70,7 @@ step node-redis clients/node/run.sh
 step "JS checker" clients/js/run.sh
 step "Python checker" clients/python/check_run.sh
 step "browser page" examples/web/run.sh
+step package scripts/package.sh
 # Coverage-guided fuzzing of every decoder, bounded (15 s a target); longer runs:
 # scripts/fuzz.sh 600.
 step fuzz scripts/fuzz.sh 15

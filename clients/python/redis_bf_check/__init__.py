@@ -23,6 +23,9 @@ import math
 import struct
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
+#: The package version, the same as the module's (CHANGELOG.md); pyproject.toml reads it here.
+__version__ = "0.4.0"
+
 __all__ = [
     "BloomFilter",
     "ScandumpError",
