@@ -837,3 +837,68 @@ fn scandump_walk_of_a_changing_window_filter() {
         .all(|x| *x == 1));
     assert_eq!(scandump(&mut dst, b"copy"), scandump(&mut src, b"busy"));
 }
+
+/// An AOF rewrite without the RDB preamble writes each window filter as its SCANDUMP walk of
+/// LOADCHUNK commands (generation-addressed iterators): reloading it and restarting from it
+/// give the same bytes.
+#[test]
+fn aof_rewrite_without_preamble_replays_window_walks() {
+    let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
+    let mut con = server.conn();
+    reserve(&mut con, "a", 0.01, 400, 1200);
+    for g in 0..6 {
+        // 150 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
+        madd(&mut con, "a", &items(&format!("a{g}"), 0..150));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    madd(&mut con, "a", &items("last", 0..50));
+    let dump = scandump(&mut con, b"a");
+    assert!(
+        dump.len() >= 6,
+        "several generations and layers: {}",
+        dump.len()
+    );
+    assert!(
+        dump[1..].iter().any(|(it, _)| *it >= 1 << 36),
+        "generation-tagged iterators"
+    );
+    let d = digest(&mut con, "a");
+    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let mut idle = false;
+    for _ in 0..200 {
+        let info: String = common::cmd("INFO persistence").query(&mut con).unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
+            idle = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(idle, "AOF rewrite did not finish");
+    // The base file is commands: the header, then every chunk with its SCANDUMP iterator.
+    let base = std::fs::read_dir(server.dir.path().join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".base.aof"))
+        .expect("a base AOF file");
+    let text = std::fs::read(&base).unwrap();
+    let loadchunks = text.windows(12).filter(|w| w == b"BF.LOADCHUNK").count();
+    assert_eq!(loadchunks, dump.len(), "header and every chunk");
+    for (it, _) in &dump[1..] {
+        let needle = format!("\r\n{it}\r\n");
+        assert!(
+            text.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "iterator {it} in the rewrite"
+        );
+    }
+    let _: String = common::cmd("DEBUG LOADAOF").query(&mut con).unwrap();
+    assert_eq!(scandump(&mut con, b"a"), dump, "AOF reload");
+    assert_eq!(digest(&mut con, "a"), d, "AOF reload");
+    server.restart(&[]);
+    let mut con = server.conn();
+    assert_eq!(
+        scandump(&mut con, b"a"),
+        dump,
+        "restart from the rewritten AOF"
+    );
+    assert_eq!(digest(&mut con, "a"), d, "restart from the rewritten AOF");
+}
