@@ -474,7 +474,7 @@ fn hostile_window_dumps_are_refused() {
         header[..header.len() - 1].to_vec(),
         [&header[..], b"x"].concat(),
     ];
-    for (at, v) in [(12, 9u8), (44, 7), (56, 200), (60, 1), (16, 0)] {
+    for (at, v) in [(12, 9u8), (12, 1), (44, 7), (56, 200), (60, 1), (16, 0)] {
         let mut b = header.clone();
         b[at] = v;
         if at == 16 {

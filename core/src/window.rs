@@ -109,8 +109,11 @@ fn at_least_min_bits(mut p: LayerParams, error: f64) -> LayerParams {
 /// RedisBloom-format reader refuses (`ERR received bad data`), so a window dump can never be
 /// loaded as a plain filter.
 pub const HEADER_MAGIC: [u8; 8] = *b"BFwindow";
-/// Version of the window header layout.
-pub const HEADER_VERSION: u32 = 1;
+/// Version of the window dump: 2, the header layout of version 1 with chunks addressed by
+/// generation ([`scan_chunk`]). Version 1 dumps (chunks addressed by an offset into all
+/// generations' arrays) are refused, and a build that reads only version 1 refuses these, so
+/// no chunk is ever filed under the other addressing.
+pub const HEADER_VERSION: u32 = 2;
 /// Bytes of the fixed part of the window header.
 pub const HEADER_FIXED_BYTES: usize = 64;
 /// The RDB encoding version of the window type.
@@ -1018,7 +1021,7 @@ mod tests {
             }
         }
         // Version, flags, count, generation out of range.
-        for (at, v) in [(12usize, 2u8), (44, 2), (56, 6), (60, 1)] {
+        for (at, v) in [(12usize, 1u8), (12, 3), (44, 2), (56, 6), (60, 1)] {
             let mut bad = h.clone();
             bad[at] = v;
             assert_eq!(
