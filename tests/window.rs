@@ -474,7 +474,7 @@ fn hostile_window_dumps_are_refused() {
         header[..header.len() - 1].to_vec(),
         [&header[..], b"x"].concat(),
     ];
-    for (at, v) in [(12, 9u8), (44, 7), (56, 200), (60, 1), (16, 0)] {
+    for (at, v) in [(12, 9u8), (12, 1), (44, 7), (56, 200), (60, 1), (16, 0)] {
         let mut b = header.clone();
         b[at] = v;
         if at == 16 {
@@ -504,8 +504,59 @@ fn hostile_window_dumps_are_refused() {
         .arg(&header)
         .query(&mut con)
         .unwrap();
-    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok 1000000 abc").query(&mut con);
+    // (Iterators name a generation: bits 0–35 the 1-based position just past the chunk,
+    // 36–43 its generation mod 256, 44–51 the walk's newest generation mod 256.)
+    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok 3 abc").query(&mut con);
     assert!(r.unwrap_err().to_string().contains("invalid offset"));
+    let (next, chunk) = dump[1].clone();
+    let pos = next & ((1 << 36) - 1);
+    let gen_bits = next & !((1 << 36) - 1);
+    for (iter, data, want) in [
+        (-1, &b"a"[..], "received bad data"),
+        (1 << 52, b"a", "received bad data"),
+        (gen_bits | 1, b"ab", "received bad data"),
+        (
+            gen_bits | (pos + 1),
+            &chunk[..],
+            "Too big for current filter",
+        ),
+        (next ^ (1 << 36), b"ab", CHANGED),
+        (next ^ (1 << 44), b"ab", CHANGED),
+        (gen_bits | ((1 << 36) - 1), b"ab", CHANGED),
+    ] {
+        let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK ok")
+            .arg(iter)
+            .arg(data)
+            .query(&mut con);
+        let e = r
+            .map(|_| format!("{iter}: accepted"))
+            .unwrap_or_else(|e| e.to_string());
+        assert!(e.contains(want), "{iter}: {e}");
+    }
+    let copy = scandump(&mut con, b"ok");
+    assert_eq!(copy[0], dump[0]);
+    assert!(
+        copy[1..].iter().all(|(_, d)| d.iter().all(|b| *b == 0)),
+        "refused chunks changed the copy"
+    );
+    // SCANDUMP with iterators that no walk of this filter gives.
+    for iter in [
+        next ^ (1 << 36),
+        next ^ (1 << 44),
+        gen_bits | ((1 << 36) - 1),
+    ] {
+        let r: redis::RedisResult<(i64, Vec<u8>)> =
+            common::cmd("BF.SCANDUMP h").arg(iter).query(&mut con);
+        let e = r.expect_err("hostile iterator answered").to_string();
+        assert!(e.contains(CHANGED), "{iter}: {e}");
+    }
+    for iter in [-1i64, 1 << 52, i64::MAX] {
+        let r: (i64, Vec<u8>) = common::cmd("BF.SCANDUMP h")
+            .arg(iter)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(r, (0, vec![]), "{iter}");
+    }
     // Corrupted DUMP payloads with a valid checksum: every byte of the first 200 and every
     // 7th after changed in turn; each is refused or restores a filter that then works.
     let payload: Vec<u8> = common::cmd("DUMP h").query(&mut con).unwrap();
@@ -709,4 +760,241 @@ fn time_stands_still_inside_scripts_and_transactions() {
             assert_eq!(r, 0, "{name}: {key}, after it");
         }
     }
+
+/// The error of a window SCANDUMP walk that a write made inconsistent, at either end.
+const CHANGED: &str = "window filter changed during SCANDUMP, start again from iterator 0";
+
+/// One SCANDUMP → LOADCHUNK walk of `key` from `src` into `copy` on `dst` (deleted first),
+/// running `between(step, src)` after every chunk step. Ok(chunks), or Err(the error) when a
+/// step answered the start-over error; any other error fails the test.
+fn copy_walk(
+    src: &mut Connection,
+    dst: &mut Connection,
+    key: &str,
+    copy: &str,
+    mut between: impl FnMut(usize, &mut Connection),
+) -> Result<usize, String> {
+    let _: i64 = redis::cmd("DEL").arg(copy).query(dst).unwrap();
+    let (one, header): (i64, Vec<u8>) = common::cmd("BF.SCANDUMP")
+        .arg(key)
+        .arg(0)
+        .query(src)
+        .unwrap();
+    assert_eq!(one, 1);
+    let ok: String = common::cmd("BF.LOADCHUNK")
+        .arg(copy)
+        .arg(1)
+        .arg(&header)
+        .query(dst)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let mut iter = 1i64;
+    for step in 0.. {
+        assert!(step < 1000, "endless walk");
+        let r: redis::RedisResult<(i64, Vec<u8>)> =
+            common::cmd("BF.SCANDUMP").arg(key).arg(iter).query(src);
+        let (next, data) = match r {
+            Ok((0, _)) => return Ok(step),
+            Ok(c) => c,
+            Err(e) if e.to_string().contains(CHANGED) => return Err(format!("source: {e}")),
+            Err(e) => panic!("BF.SCANDUMP {key} {iter}: {e}"),
+        };
+        assert!(next > 0 && next < 1 << 53, "iterator {next}");
+        let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK")
+            .arg(copy)
+            .arg(next)
+            .arg(&data)
+            .query(dst);
+        match r {
+            Ok(_) => {}
+            Err(e) if e.to_string().contains(CHANGED) => return Err(format!("copy: {e}")),
+            Err(e) => panic!("BF.LOADCHUNK {copy} {next}: {e}"),
+        }
+        iter = next;
+        between(step, src);
+    }
+    unreachable!()
+}
+
+/// Sleeps into the next generation of a `window`-ms filter (30 ms past its start).
+fn next_generation(window: u64) {
+    let quarter = window / 4;
+    sleep_until((now() / quarter + 1) * quarter + 30);
+}
+
+/// Items of `items` that `src` holds but the copy does not (a false negative of the copy).
+fn lost(
+    src: &mut Connection,
+    dst: &mut Connection,
+    key: &str,
+    copy: &str,
+    items: &[String],
+) -> Vec<String> {
+    let s = mexists(src, key, items);
+    let c = mexists(dst, copy, items);
+    items
+        .iter()
+        .zip(s.iter().zip(&c))
+        .filter(|(_, (s, c))| **s == 1 && **c == 0)
+        .map(|(i, _)| i.clone())
+        .collect()
+}
+
+/// A SCANDUMP walk of a busy window filter, interleaved with adds across generation changes
+/// (the oldest generation dropped behind the walk and a new one created; the walk's own
+/// generation dropped under it; a growth layer of the newest generation), into another
+/// server: every walk either gives a copy holding every item the source held when the walk
+/// began and still holds, or answers the start-over error, and a walk started again
+/// completes into an exact copy. (Chunks addressed by global offset gave a copy shifted by a
+/// generation: items 1.65–1.97 s old were missing from it.)
+#[test]
+fn scandump_walk_of_a_changing_window_filter() {
+    const W: u64 = 2000;
+    let (_server, mut src) = window_filter("busy", 0.01, 1000, W);
+    let other = Server::start();
+    let mut dst = other.conn();
+    // Five generations of 200 items each (a quarter holds 250: one layer each, equal sizes).
+    let mut pre = Vec::new();
+    for g in 0..5 {
+        next_generation(W);
+        let batch = items(&format!("pre{g}"), 0..200);
+        madd(&mut src, "busy", &batch);
+        pre.extend(batch);
+    }
+
+    // 1. The oldest generation dropped (and a new one made) once the walk is past it.
+    let mut later = Vec::new();
+    let r = copy_walk(&mut src, &mut dst, "busy", "copy", |step, src| {
+        if step == 1 {
+            next_generation(W);
+            later = items("later", 0..200);
+            madd(src, "busy", &later);
+        }
+    });
+    match &r {
+        Ok(chunks) => assert_eq!(*chunks, 5, "one chunk per generation"),
+        // Only when the machine slept past two generation starts (the walk's own dropped too).
+        Err(e) => assert!(e.starts_with("source"), "{e}"),
+    }
+    if r.is_ok() {
+        let held = mexists(&mut src, "busy", &pre[200..]).iter().sum::<i64>();
+        assert!(
+            held >= 800,
+            "the source still holds generations 1–4: {held}"
+        );
+        let l = lost(&mut src, &mut dst, "busy", "copy", &pre);
+        assert!(
+            l.is_empty(),
+            "{} lost, first {:?}",
+            l.len(),
+            &l[..l.len().min(5)]
+        );
+    }
+
+    // 2. The generation the walk is in dropped under it: the source refuses the next step.
+    let r = copy_walk(&mut src, &mut dst, "busy", "copy", |step, src| {
+        if step == 0 {
+            next_generation(W);
+            madd(src, "busy", &items("drop", 0..10));
+        }
+    });
+    let e = r.expect_err("a walk whose generation was dropped");
+    assert!(e.starts_with("source: ") && e.contains(CHANGED), "{e}");
+
+    // 3. A burst grows the newest generation during the walk: the copy refuses its new layer
+    //    (or, if a generation started meanwhile, the source refuses the dropped one).
+    let r = copy_walk(&mut src, &mut dst, "busy", "copy", |step, src| {
+        if step == 0 {
+            madd(src, "busy", &items("burst", 0..400));
+        }
+    });
+    let e = r.expect_err("a walk that met a layer its header lacks");
+    assert!(e.contains(CHANGED), "{e}");
+
+    // 4. Started again (the documented retry), the walk completes: an exact copy.
+    let mut done = false;
+    for _ in 0..10 {
+        if copy_walk(&mut src, &mut dst, "busy", "copy", |_, _| {}).is_ok() {
+            done = true;
+            break;
+        }
+    }
+    assert!(done, "no walk completed in 10 attempts");
+    let all: Vec<String> = [pre, later, items("drop", 0..10), items("burst", 0..400)].concat();
+    let l = lost(&mut src, &mut dst, "busy", "copy", &all);
+    assert!(
+        l.is_empty(),
+        "{} lost, first {:?}",
+        l.len(),
+        &l[..l.len().min(5)]
+    );
+    assert!(mexists(&mut dst, "copy", &items("burst", 0..400))
+        .iter()
+        .all(|x| *x == 1));
+    assert_eq!(scandump(&mut dst, b"copy"), scandump(&mut src, b"busy"));
+}
+
+/// An AOF rewrite without the RDB preamble writes each window filter as its SCANDUMP walk of
+/// LOADCHUNK commands (generation-addressed iterators): reloading it and restarting from it
+/// give the same bytes.
+#[test]
+fn aof_rewrite_without_preamble_replays_window_walks() {
+    let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
+    let mut con = server.conn();
+    reserve(&mut con, "a", 0.01, 400, 1200);
+    for g in 0..6 {
+        // 150 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
+        madd(&mut con, "a", &items(&format!("a{g}"), 0..150));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    madd(&mut con, "a", &items("last", 0..50));
+    let dump = scandump(&mut con, b"a");
+    assert!(
+        dump.len() >= 6,
+        "several generations and layers: {}",
+        dump.len()
+    );
+    assert!(
+        dump[1..].iter().any(|(it, _)| *it >= 1 << 36),
+        "generation-tagged iterators"
+    );
+    let d = digest(&mut con, "a");
+    let _: Value = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let mut idle = false;
+    for _ in 0..200 {
+        let info: String = common::cmd("INFO persistence").query(&mut con).unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
+            idle = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(idle, "AOF rewrite did not finish");
+    // The base file is commands: the header, then every chunk with its SCANDUMP iterator.
+    let base = std::fs::read_dir(server.dir.path().join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".base.aof"))
+        .expect("a base AOF file");
+    let text = std::fs::read(&base).unwrap();
+    let loadchunks = text.windows(12).filter(|w| w == b"BF.LOADCHUNK").count();
+    assert_eq!(loadchunks, dump.len(), "header and every chunk");
+    for (it, _) in &dump[1..] {
+        let needle = format!("\r\n{it}\r\n");
+        assert!(
+            text.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "iterator {it} in the rewrite"
+        );
+    }
+    let _: String = common::cmd("DEBUG LOADAOF").query(&mut con).unwrap();
+    assert_eq!(scandump(&mut con, b"a"), dump, "AOF reload");
+    assert_eq!(digest(&mut con, "a"), d, "AOF reload");
+    server.restart(&[]);
+    let mut con = server.conn();
+    assert_eq!(
+        scandump(&mut con, b"a"),
+        dump,
+        "restart from the rewritten AOF"
+    );
+    assert_eq!(digest(&mut con, "a"), d, "restart from the rewritten AOF");
 }

@@ -24,7 +24,16 @@ pub enum ChunkError {
     /// A valid header whose bit arrays are over the memory budget or cannot be allocated
     /// (`ERR Insufficient memory to create filter`).
     OutOfMemory,
+    /// Window filters only: the filter changed during the SCANDUMP walk so that the walk
+    /// cannot give a consistent copy (a generation it names is gone at the source, or the
+    /// copy's header has no such generation or layer): the client starts again from
+    /// iterator 0 ([`CHANGED_MESSAGE`]).
+    Changed,
 }
+
+/// The reply text of [`ChunkError::Changed`].
+pub const CHANGED_MESSAGE: &str =
+    "ERR window filter changed during SCANDUMP, start again from iterator 0";
 
 /// Encodes the header of `chain`: 20 + 53 × layers bytes (`docs/format.md` ("SCANDUMP header")).
 pub fn encode_header(chain: &Chain) -> Vec<u8> {

@@ -109,8 +109,11 @@ fn at_least_min_bits(mut p: LayerParams, error: f64) -> LayerParams {
 /// RedisBloom-format reader refuses (`ERR received bad data`), so a window dump can never be
 /// loaded as a plain filter.
 pub const HEADER_MAGIC: [u8; 8] = *b"BFwindow";
-/// Version of the window header layout.
-pub const HEADER_VERSION: u32 = 1;
+/// Version of the window dump: 2, the header layout of version 1 with chunks addressed by
+/// generation ([`scan_chunk`]). Version 1 dumps (chunks addressed by an offset into all
+/// generations' arrays) are refused, and a build that reads only version 1 refuses these, so
+/// no chunk is ever filed under the other addressing.
+pub const HEADER_VERSION: u32 = 2;
 /// Bytes of the fixed part of the window header.
 pub const HEADER_FIXED_BYTES: usize = 64;
 /// The RDB encoding version of the window type.
@@ -290,7 +293,8 @@ impl Window {
     /// to be created. Nothing changes on error (except the advance, which stands).
     ///
     /// Errors: [`AddError::Full`] (non-scaling generation full), [`AddError::CannotGrow`]
-    /// (allocation refused or failed).
+    /// (allocation refused or failed, or the generation's arrays would exceed
+    /// [`MAX_GENERATION_BYTES`]).
     pub fn add_hashed(
         &mut self,
         h: &HashPair,
@@ -307,7 +311,7 @@ impl Window {
         let existing = self.bit_array_bytes();
         if !newest_is_current {
             let params = self.generation_params().map_err(|_| AddError::CannotGrow)?;
-            if params.bytes > budget(existing) {
+            if params.bytes > budget(existing).min(MAX_GENERATION_BYTES) {
                 return Err(AddError::CannotGrow);
             }
             let layer = Layer::new(params).map_err(|_| AddError::CannotGrow)?;
@@ -325,10 +329,14 @@ impl Window {
         let error = self.error;
         let (_, chain) = self.gens.last_mut().ok_or(AddError::CannotGrow)?;
         let others = existing.saturating_sub(chain.bit_array_bytes());
-        // A full scaling generation grows with at least the minimum bit count.
+        // A full scaling generation grows with at least the minimum bit count, and never past
+        // MAX_GENERATION_BYTES (its SCANDUMP iterators address at most that).
         let r = chain.add_hashed_sized(
             h,
-            |c| budget(others + c.bit_array_bytes()),
+            |c| {
+                let own = c.bit_array_bytes();
+                budget(others + own).min(MAX_GENERATION_BYTES.saturating_sub(own))
+            },
             |p| at_least_min_bits(p, error),
         );
         if r.is_err() && chain.size == 0 && !newest_is_current {
@@ -386,6 +394,7 @@ impl Window {
                     && c.options == self.chain_options()
                     && c.growth == self.expansion
                     && !c.layers.is_empty()
+                    && c.bit_array_bytes() <= MAX_GENERATION_BYTES
             })
     }
 }
@@ -408,7 +417,7 @@ impl Window {
 /// | 64 | n × | u64 generation number, u32 length L, L bytes of that generation's chain header |
 ///
 /// The chunks that follow are the bit arrays of every layer, oldest generation first, each
-/// generation's layers oldest first, addressed exactly as a plain filter's chunks.
+/// generation's layers oldest first, addressed by generation (see [`scan_chunk`]).
 pub fn encode_header(w: &Window) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_FIXED_BYTES + 128 * w.gens.len());
     out.extend_from_slice(&HEADER_MAGIC);
@@ -503,14 +512,16 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
         {
             return Err(ChunkError::BadData);
         }
+        let mut gen_bytes: u64 = 0;
         for j in 0..layers {
             let at = dump::HEADER_FIXED_BYTES + j * dump::HEADER_LAYER_BYTES;
             let mut p = at;
-            total = total
+            gen_bytes = gen_bytes
                 .checked_add(u64_at(h, &mut p)?)
                 .ok_or(ChunkError::BadData)?;
         }
-        parts.push((n, h));
+        total = total.checked_add(gen_bytes).ok_or(ChunkError::BadData)?;
+        parts.push((n, h, gen_bytes));
     }
     if pos != data.len() {
         return Err(ChunkError::BadData);
@@ -518,6 +529,10 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
     if total > max_bytes {
         // As for a plain header: a well-formed dump that does not fit the memory budget.
         return Err(ChunkError::OutOfMemory);
+    }
+    if parts.iter().any(|p| p.2 > MAX_GENERATION_BYTES) {
+        // Its chunk iterators could not address it.
+        return Err(ChunkError::BadData);
     }
     let mut w = Window {
         window_ms,
@@ -532,7 +547,7 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
     if !w.is_consistent() {
         return Err(ChunkError::BadData);
     }
-    for (n, h) in parts {
+    for (n, h, _) in parts {
         let c = dump::decode_header(h, max_bytes)?;
         w.gens.push((n, c));
     }
@@ -542,55 +557,165 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
     Ok(w)
 }
 
-/// Locates byte `offset` of the concatenated bit arrays: (generation index, layer index,
-/// offset inside the layer).
-fn locate(w: &Window, offset: u64) -> Option<(usize, usize, usize)> {
+/// Bits of a window chunk iterator that hold the 1-based byte position inside its generation.
+pub const ITER_POS_BITS: u32 = 36;
+/// Bits of each of the two generation tags (generation number mod 256) of an iterator.
+pub const ITER_TAG_BITS: u32 = 8;
+/// Iterators are below this (2^52): exact as doubles (JavaScript, node-redis) and positive.
+pub const ITER_LIMIT: i64 = 1 << (ITER_POS_BITS + 2 * ITER_TAG_BITS);
+/// Largest total of one generation's bit arrays: 64 GiB less one 8-byte word, so that every
+/// position of a walk (1 ..= bytes + 1) fits in [`ITER_POS_BITS`]. A growth beyond it is
+/// refused ([`AddError::CannotGrow`]) and both decoders refuse a generation above it.
+pub const MAX_GENERATION_BYTES: u64 = (1 << ITER_POS_BITS) - 8;
+
+const POS_MASK: u64 = (1 << ITER_POS_BITS) - 1;
+const TAG_MASK: u64 = (1 << ITER_TAG_BITS) - 1;
+
+/// A generation number's tag: the number mod 256.
+fn tag(n: u64) -> u64 {
+    n & TAG_MASK
+}
+
+/// The iterator of position `pos` (1-based) in generation `gen` of a walk whose newest
+/// generation is `newest`.
+fn encode_iter(newest: u64, gen: u64, pos: u64) -> i64 {
+    debug_assert!(pos <= POS_MASK);
+    ((tag(newest) << (ITER_POS_BITS + ITER_TAG_BITS)) | (tag(gen) << ITER_POS_BITS) | pos) as i64
+}
+
+/// (newest tag, generation tag, position) of an iterator in `1 .. ITER_LIMIT`.
+fn decode_iter(iter: i64) -> Option<(u64, u64, u64)> {
+    if !(1..ITER_LIMIT).contains(&iter) {
+        return None;
+    }
+    let i = iter as u64;
+    Some((
+        (i >> (ITER_POS_BITS + ITER_TAG_BITS)) & TAG_MASK,
+        (i >> ITER_POS_BITS) & TAG_MASK,
+        i & POS_MASK,
+    ))
+}
+
+/// Index of the kept generation whose tag is `t`. The kept generations are numbered within
+/// five consecutive numbers, so their tags are distinct.
+fn by_tag(w: &Window, t: u64) -> Option<usize> {
+    w.gens.iter().position(|(n, _)| tag(*n) == t)
+}
+
+/// Locates byte `offset` of a chain's concatenated bit arrays: (layer index, offset inside
+/// the layer).
+fn locate(c: &Chain, offset: u64) -> Option<(usize, usize)> {
     let mut start = 0u64;
-    for (gi, (_, c)) in w.gens.iter().enumerate() {
-        for (li, l) in c.layers.iter().enumerate() {
-            let len = l.data.len() as u64;
-            if offset < start + len {
-                return Some((gi, li, (offset - start) as usize));
-            }
-            start += len;
+    for (li, l) in c.layers.iter().enumerate() {
+        let len = l.data.len() as u64;
+        if offset < start + len {
+            return Some((li, (offset - start) as usize));
         }
+        start += len;
     }
     None
 }
 
-/// One SCANDUMP step for `iter` ≥ 1, as a plain filter's: bytes from offset `iter − 1` to the
-/// end of its layer (at most [`dump::MAX_CHUNK_BYTES`]) and the next iterator; `(0, [])` past
-/// the end or for `iter` < 1.
-pub fn chunk_at(w: &Window, iter: i64) -> (i64, &[u8]) {
-    if iter < 1 {
-        return (0, &[]);
-    }
-    match locate(w, (iter - 1) as u64) {
-        None => (0, &[]),
-        Some((g, l, off)) => {
-            let data = &w.gens[g].1.layers[l].data;
-            let end = data.len().min(off + dump::MAX_CHUNK_BYTES);
-            let chunk = &data[off..end];
-            (iter + chunk.len() as i64, chunk)
+/// One SCANDUMP step of a window filter for `iter` ≥ 1: the chunk and the iterator to send
+/// with it (and to ask for next); `(0, [])` when the walk is over, for `iter` < 1 and for
+/// `iter` ≥ [`ITER_LIMIT`].
+///
+/// Chunks are addressed by generation, not by a global offset, so that writes between two
+/// steps (a generation dropped at the front, a new one at the back, a growth layer) never
+/// shift a chunk onto another generation. An iterator (below 2^52) is
+/// - bits 0–35: the 1-based byte position inside the generation's concatenated layers, just
+///   past the chunk sent with it (a generation holds at most [`MAX_GENERATION_BYTES`]);
+/// - bits 36–43: the chunk's generation number mod 256;
+/// - bits 44–51: the walk's newest generation number mod 256.
+///
+/// Iterator 1 starts the walk: the newest generation kept now becomes the walk's newest and
+/// the walk starts at the oldest generation kept. A position at the end of its generation
+/// goes on with the next kept generation, up to the walk's newest: a generation created
+/// during the walk is not walked. Each chunk stays inside one layer and is at most
+/// [`dump::MAX_CHUNK_BYTES`].
+///
+/// **Why tags mod 256 are enough.** A walk's generations lie within five consecutive
+/// numbers, and so do the kept generations of any window, so a tag names at most one
+/// generation of either. A tag can name a generation other than the one it was made for only
+/// when the filter advanced by more than 250 generations since the header was taken (the
+/// number it was made for is gone and a kept one has the same residue, at least 256 further
+/// on). By then every generation the copy's header describes is more than 250 generations
+/// old: dead at the source and, by the same clock, at the copy (a read asks only the
+/// generations within four of the current one), so whatever lands in them is never asked;
+/// and every item the source holds then was added during the walk, which a walk never
+/// promises to copy. Mis-filed bits can therefore never make the copy answer 0 for an item
+/// the source held when the walk began and still holds at its end.
+///
+/// Errors: [`ChunkError::Changed`] when the walk cannot go on consistently: the iterator's
+/// generation or its walk's newest generation is no longer kept (dropped by a write since),
+/// or its position is past its generation's end. The client starts again from iterator 0.
+pub fn scan_chunk(w: &Window, iter: i64) -> Result<(i64, &[u8]), ChunkError> {
+    let Some((newest_tag, gen_tag, pos)) = decode_iter(iter) else {
+        return Ok((0, &[]));
+    };
+    let (newest, gi, offset) = if iter == 1 {
+        let Some(last) = w.gens.len().checked_sub(1) else {
+            return Ok((0, &[]));
+        };
+        (last, 0, 0)
+    } else {
+        let newest = by_tag(w, newest_tag).ok_or(ChunkError::Changed)?;
+        let gi = by_tag(w, gen_tag)
+            .filter(|&g| g <= newest)
+            .ok_or(ChunkError::Changed)?;
+        let offset = pos.checked_sub(1).ok_or(ChunkError::Changed)?;
+        let bytes = w.gens[gi].1.bit_array_bytes();
+        if offset < bytes {
+            (newest, gi, offset)
+        } else if offset == bytes && gi < newest {
+            (newest, gi + 1, 0)
+        } else if offset == bytes {
+            return Ok((0, &[]));
+        } else {
+            return Err(ChunkError::Changed);
         }
-    }
+    };
+    let (n, chain) = &w.gens[gi];
+    let (li, off) = locate(chain, offset).ok_or(ChunkError::Changed)?;
+    let data = &chain.layers[li].data;
+    let chunk = &data[off..data.len().min(off + dump::MAX_CHUNK_BYTES)];
+    let next = encode_iter(w.gens[newest].0, *n, offset + 1 + chunk.len() as u64);
+    Ok((next, chunk))
 }
 
-/// Applies a LOADCHUNK data chunk, addressed as [`dump::apply_chunk`] addresses a plain
-/// filter's. Counters and generations are not touched.
+/// [`scan_chunk`] for a filter that does not change during the walk (the AOF rewrite walks
+/// the fork's snapshot): never [`ChunkError::Changed`] there; answers `(0, [])` in its place.
+pub fn chunk_at(w: &Window, iter: i64) -> (i64, &[u8]) {
+    scan_chunk(w, iter).unwrap_or((0, &[]))
+}
+
+/// Applies a LOADCHUNK data chunk sent with iterator `iter` by [`scan_chunk`]: the chunk
+/// ends just before position `pos` of the iterator's generation, so it starts at
+/// `pos − length`. Counters and generations are not touched. The copy's header fixed its
+/// generations and layers: a chunk of any other comes from a source that changed since.
 ///
-/// Errors: as [`dump::apply_chunk`].
+/// Errors, in this order: [`ChunkError::BadData`] for `iter` ≤ 0, `iter` ≥ [`ITER_LIMIT`] or
+/// a position below the chunk's length; [`ChunkError::NoLink`] for a chunk starting at
+/// position 0; [`ChunkError::Changed`] when the walk's newest generation is not this
+/// filter's newest, the chunk's generation is not kept here, or the chunk starts past that
+/// generation's layers; [`ChunkError::TooBig`] for a chunk running past its layer's end.
 pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
-    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
-    if iter <= 0 || iter < len {
+    let (newest_tag, gen_tag, pos) = decode_iter(iter).ok_or(ChunkError::BadData)?;
+    let len = data.len() as u64;
+    if pos < len {
         return Err(ChunkError::BadData);
     }
-    let start = iter - len;
+    let start = pos - len;
     if start < 1 {
         return Err(ChunkError::NoLink);
     }
-    let (g, l, off) = locate(w, (start - 1) as u64).ok_or(ChunkError::NoLink)?;
-    let layer = &mut w.gens[g].1.layers[l].data;
+    if w.gens.last().map(|(n, _)| tag(*n)) != Some(newest_tag) {
+        return Err(ChunkError::Changed);
+    }
+    let gi = by_tag(w, gen_tag).ok_or(ChunkError::Changed)?;
+    let chain = &mut w.gens[gi].1;
+    let (li, off) = locate(chain, start - 1).ok_or(ChunkError::Changed)?;
+    let layer = &mut chain.layers[li].data;
     if data.len() > layer.len() - off {
         return Err(ChunkError::TooBig);
     }
@@ -920,7 +1045,7 @@ mod tests {
             }
         }
         // Version, flags, count, generation out of range.
-        for (at, v) in [(12usize, 2u8), (44, 2), (56, 6), (60, 1)] {
+        for (at, v) in [(12usize, 1u8), (12, 3), (44, 2), (56, 6), (60, 1)] {
             let mut bad = h.clone();
             bad[at] = v;
             assert_eq!(
@@ -996,19 +1121,310 @@ mod tests {
     #[test]
     fn chunk_addressing() {
         let mut w = sample();
-        let total = w.bit_array_bytes() as i64;
-        assert_eq!(chunk_at(&w, total + 1), (0, &[][..]));
+        let (n0, n4) = (w.gens[0].0, w.gens[4].0);
+        let first = w.gens[0].1.layers[0].data.len() as u64;
+        // Step 1 starts at the oldest generation; its iterator names it and the newest.
+        let (next, chunk) = scan_chunk(&w, 1).unwrap();
+        assert_eq!(chunk, &w.gens[0].1.layers[0].data[..]);
+        assert_eq!(next, encode_iter(n4, n0, first + 1));
+        assert_eq!(decode_iter(next), Some((tag(n4), tag(n0), first + 1)));
+        assert!(next > 0 && next < ITER_LIMIT);
+        // Past the end, negative, or above the limit: the end of the walk.
+        for it in [-1, ITER_LIMIT, i64::MAX] {
+            assert_eq!(scan_chunk(&w, it), Ok((0, &[][..])), "{it}");
+        }
+        // A generation that is not kept, or a position past a generation's end.
+        let gone = encode_iter(n4, n0 + 5, 9);
+        assert_eq!(scan_chunk(&w, gone), Err(ChunkError::Changed));
+        let bytes0 = w.gens[0].1.bit_array_bytes();
+        let past = encode_iter(n4, n0, bytes0 + 2);
+        assert_eq!(scan_chunk(&w, past), Err(ChunkError::Changed));
+        assert_eq!(chunk_at(&w, past), (0, &[][..]));
+        // Its end goes on with the next generation.
+        let (_, c) = scan_chunk(&w, encode_iter(n4, n0, bytes0 + 1)).unwrap();
+        assert_eq!(c, &w.gens[1].1.layers[0].data[..]);
+
+        // LOADCHUNK addressing.
+        assert_eq!(apply_chunk(&mut w, 0, b""), Err(ChunkError::BadData));
+        assert_eq!(apply_chunk(&mut w, -5, b"a"), Err(ChunkError::BadData));
         assert_eq!(
-            apply_chunk(&mut w, total + 2, b"a"),
+            apply_chunk(&mut w, ITER_LIMIT, b"a"),
+            Err(ChunkError::BadData)
+        );
+        assert_eq!(
+            apply_chunk(&mut w, encode_iter(n4, n0, 1), b"ab"),
+            Err(ChunkError::BadData)
+        );
+        assert_eq!(
+            apply_chunk(&mut w, encode_iter(n4, n0, 2), b"ab"),
             Err(ChunkError::NoLink)
         );
-        assert_eq!(apply_chunk(&mut w, 0, b""), Err(ChunkError::BadData));
-        let first = w.gens[0].1.layers[0].data.len() as i64;
+        assert_eq!(apply_chunk(&mut w, 3, b"abc"), Err(ChunkError::NoLink));
+        // Chunk running past its layer.
         assert_eq!(
-            apply_chunk(&mut w, first + 2, b"ab"),
+            apply_chunk(&mut w, encode_iter(n4, n0, first + 2), b"ab"),
             Err(ChunkError::TooBig)
         );
-        assert_eq!(apply_chunk(&mut w, 3, b"ab"), Ok(()));
+        // Another walk's newest generation, a generation or a layer this copy lacks.
+        let before = w.clone();
+        for it in [
+            encode_iter(n4 + 1, n0, 3),
+            encode_iter(n4, n4 + 1, 3),
+            encode_iter(n4, n0, bytes0 + 3),
+        ] {
+            assert_eq!(apply_chunk(&mut w, it, b"ab"), Err(ChunkError::Changed));
+        }
+        assert_eq!(w, before, "refused chunks change nothing");
+        assert_eq!(apply_chunk(&mut w, encode_iter(n4, n0, 3), b"ab"), Ok(()));
         assert_eq!(&w.gens[0].1.layers[0].data[..2], b"ab");
+        let n2 = w.gens[2].0;
+        assert_eq!(apply_chunk(&mut w, encode_iter(n4, n2, 6), b"xyz"), Ok(()));
+        assert_eq!(&w.gens[2].1.layers[0].data[2..5], b"xyz");
+        // An empty window: its walk is the header alone; any chunk is refused as changed.
+        let mut empty = Window::new(1000, 40, 0.01, 2, false, 3).unwrap();
+        assert_eq!(scan_chunk(&empty, 1), Ok((0, &[][..])));
+        assert_eq!(
+            apply_chunk(&mut empty, encode_iter(3, 3, 3), b"ab"),
+            Err(ChunkError::Changed)
+        );
+    }
+
+    /// Why a walk failed: the source (SCANDUMP) or the copy (LOADCHUNK) refused a step.
+    #[derive(Debug, PartialEq)]
+    enum WalkEnd {
+        Source,
+        Copy,
+    }
+
+    /// A SCANDUMP walk of `src` into a copy made from its header, with `between(step, src)`
+    /// run after every chunk step: the copy, or which side answered `Changed`. Any other
+    /// refusal is a bug.
+    fn walk(
+        src: &mut Window,
+        mut between: impl FnMut(usize, &mut Window),
+    ) -> Result<Window, WalkEnd> {
+        let mut copy = decode_header(&encode_header(src), u64::MAX).unwrap();
+        let mut it = 1;
+        for step in 0.. {
+            assert!(step < 10_000, "endless walk");
+            let (next, chunk) = match scan_chunk(src, it) {
+                Ok((0, _)) => return Ok(copy),
+                Ok(c) => c,
+                Err(ChunkError::Changed) => return Err(WalkEnd::Source),
+                Err(e) => panic!("SCANDUMP {it}: {e:?}"),
+            };
+            assert!(next > 0 && next < ITER_LIMIT);
+            match apply_chunk(&mut copy, next, chunk) {
+                Ok(()) => {}
+                Err(ChunkError::Changed) => return Err(WalkEnd::Copy),
+                Err(e) => panic!("LOADCHUNK {next}: {e:?}"),
+            }
+            it = next;
+            between(step, src);
+        }
+        unreachable!()
+    }
+
+    /// The copy of a completed walk, against the source at the header (`before`) and at the
+    /// end (`src`): every generation's bits are the header's at least and the end's at most
+    /// (so each chunk was filed under its own generation), and every item held at the
+    /// header and still held at the end is held by the copy.
+    fn check_copy(before: &Window, src: &Window, copy: &Window, items: &[Vec<u8>]) {
+        let now = src.generation;
+        for (n, c) in &copy.gens {
+            let b = before.gens.iter().find(|(m, _)| m == n).map(|(_, c)| c);
+            let s = src.gens.iter().find(|(m, _)| m == n).map(|(_, c)| c);
+            for (li, l) in c.layers.iter().enumerate() {
+                if let Some(b) = b {
+                    let bl = &b.layers[li].data;
+                    assert!(
+                        bl.iter().zip(l.data.iter()).all(|(x, y)| x & !y == 0),
+                        "generation {n} layer {li} lost bits of the header's state"
+                    );
+                }
+                // A generation still kept at the source (and not re-used past 256).
+                if let Some(s) = s.filter(|_| *n + SLICES >= now) {
+                    let sl = &s.layers[li].data;
+                    assert!(
+                        sl.iter().zip(l.data.iter()).all(|(x, y)| y & !x == 0),
+                        "generation {n} layer {li} has bits the source does not"
+                    );
+                }
+            }
+        }
+        for item in items {
+            let h = Window::hash(item);
+            if before.contains_at(&h, now) && src.contains_at(&h, now) {
+                assert!(copy.contains_at(&h, now), "{:?} lost", item);
+            }
+        }
+    }
+
+    /// Five full generations of a single layer each, equal sizes (the bug's worst case).
+    fn ring(items: &mut Vec<Vec<u8>>) -> Window {
+        let mut w = Window::new(1000, 40, 0.01, 2, false, 20).unwrap();
+        for g in 20..25u64 {
+            for i in 0..10 {
+                let item = format!("ring:{g}:{i}").into_bytes();
+                add(&mut w, &item, g).unwrap();
+                items.push(item);
+            }
+        }
+        assert!(w.gens.iter().all(|(_, c)| c.layers.len() == 1));
+        w
+    }
+
+    #[test]
+    fn walk_survives_a_drop_behind_it_and_a_new_generation() {
+        let mut items = Vec::new();
+        let mut src = ring(&mut items);
+        let before = src.clone();
+        let copy = walk(&mut src, |step, w| {
+            // After the walk left generation 20: 20 dropped, 25 and 26 created.
+            if step == 1 || step == 2 {
+                let g = w.generation + 1;
+                for i in 0..10 {
+                    add(w, format!("later:{g}:{i}").as_bytes(), g).unwrap();
+                }
+            }
+        })
+        .expect("a consistent copy");
+        assert_eq!(src.gens[0].0, 22);
+        check_copy(&before, &src, &copy, &items);
+        // The copy holds exactly the header's generations, with their bits.
+        for (c, b) in copy.gens.iter().zip(&before.gens) {
+            assert_eq!(c, b);
+        }
+        // Items of generations 22–24, held by both at 26.
+        for g in 22..25 {
+            for i in 0..10 {
+                assert!(has(&copy, format!("ring:{g}:{i}").as_bytes(), 26));
+            }
+        }
+    }
+
+    #[test]
+    fn walk_refused_when_its_generation_is_dropped() {
+        let mut items = Vec::new();
+        let mut src = ring(&mut items);
+        let r = walk(&mut src, |step, w| {
+            if step == 0 {
+                add(w, b"next", 25).unwrap();
+            }
+        });
+        assert_eq!(r.unwrap_err(), WalkEnd::Source);
+        // Started again, it completes.
+        let before = src.clone();
+        let copy = walk(&mut src, |_, _| {}).unwrap();
+        assert_eq!(copy, before);
+    }
+
+    #[test]
+    fn walk_refused_by_the_copy_for_a_growth_layer_or_a_new_generation() {
+        let mut items = Vec::new();
+        let mut src = ring(&mut items);
+        // A burst grows the newest generation while the walk is in the oldest.
+        let r = walk(&mut src, |step, w| {
+            if step == 0 {
+                for i in 0..40 {
+                    add(w, format!("burst:{i}").as_bytes(), 24).unwrap();
+                }
+            }
+        });
+        assert!(src.gens[4].1.layers.len() > 1);
+        assert_eq!(r.unwrap_err(), WalkEnd::Copy);
+        // A generation created between the header and the first chunk step.
+        let mut copy = decode_header(&encode_header(&src), u64::MAX).unwrap();
+        add(&mut src, b"new", 25).unwrap();
+        let (next, chunk) = scan_chunk(&src, 1).unwrap();
+        assert_eq!(
+            apply_chunk(&mut copy, next, chunk),
+            Err(ChunkError::Changed)
+        );
+    }
+
+    /// Random walks interleaved with adds, bursts, advances of one to three generations and
+    /// rare jumps past 256: every walk either gives a copy filed by generation with every
+    /// item it must hold, or is refused; started again without writes, it always completes.
+    #[test]
+    fn walks_interleaved_with_writes_never_lose_an_item() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let (mut completed_across_changes, mut refused) = (0, 0);
+        for round in 0..300u64 {
+            let mut w = Window::new(1000, 40, 0.01, 2, false, 100).unwrap();
+            let mut items = Vec::new();
+            let mut g = 100;
+            for _ in 0..rnd(12) + 1 {
+                g += rnd(2);
+                for i in 0..rnd(25) + 1 {
+                    let item = format!("{round}:{g}:{i}:{}", rnd(1000)).into_bytes();
+                    add(&mut w, &item, g).unwrap();
+                    items.push(item);
+                }
+            }
+            let before = w.clone();
+            let mut changed_generations = false;
+            let r = walk(&mut w, |_, w| match rnd(8) {
+                0 | 1 => {
+                    let g = w.generation + 1 + rnd(3);
+                    add(w, format!("adv:{round}:{g}").as_bytes(), g).unwrap();
+                    changed_generations = true;
+                }
+                2 => {
+                    let g = w.generation;
+                    for i in 0..rnd(40) {
+                        add(w, format!("burst:{round}:{g}:{i}").as_bytes(), g).unwrap();
+                    }
+                }
+                3 if rnd(20) == 0 => {
+                    let g = w.generation + 250 + rnd(12);
+                    add(w, format!("jump:{round}:{g}").as_bytes(), g).unwrap();
+                    changed_generations = true;
+                }
+                _ => {}
+            });
+            match r {
+                Ok(copy) => {
+                    check_copy(&before, &w, &copy, &items);
+                    if changed_generations {
+                        completed_across_changes += 1;
+                    }
+                }
+                Err(_) => {
+                    refused += 1;
+                    let still = w.clone();
+                    assert_eq!(walk(&mut w, |_, _| {}).unwrap(), still, "round {round}");
+                }
+            }
+        }
+        assert!(
+            completed_across_changes > 20 && refused > 20,
+            "{completed_across_changes} completed across generation changes, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn generations_over_the_iterator_range_are_refused() {
+        // A window whose generation's first layer would exceed 64 GiB: adds refuse to make it.
+        let mut w = Window::new(1000, 400_000_000_000, 0.001, 2, false, 0).unwrap();
+        assert!(w.generation_params().unwrap().bytes > MAX_GENERATION_BYTES);
+        assert_eq!(add(&mut w, b"a", 0), Err(AddError::CannotGrow));
+        assert!(w.gens.is_empty());
+        // A header announcing such a generation: refused before anything is allocated.
+        let mut small = sample();
+        small.gens.truncate(1);
+        let mut h = encode_header(&small);
+        let at = HEADER_FIXED_BYTES + 12 + dump::HEADER_FIXED_BYTES;
+        let bytes = MAX_GENERATION_BYTES + 8;
+        h[at..at + 8].copy_from_slice(&bytes.to_le_bytes());
+        h[at + 8..at + 16].copy_from_slice(&(bytes * 8).to_le_bytes());
+        assert_eq!(decode_header(&h, u64::MAX), Err(ChunkError::BadData));
+        assert_eq!(decode_header(&h, bytes - 1), Err(ChunkError::OutOfMemory));
     }
 }

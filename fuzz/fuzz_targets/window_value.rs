@@ -6,7 +6,7 @@
 //! a typed value stream as in `rdb_value` (tag `t % 4` = 0 unsigned, 1 double, 2 string with a
 //! u16 length, 3 small unsigned). An accepted value must re-encode to exactly the input
 //! (header) or to a stream that loads back equal (RDB), and then take adds over several
-//! generations, lookups and a SCANDUMP walk.
+//! generations, lookups and a SCANDUMP walk (loaded back into a copy equal to it).
 #![no_main]
 
 #[path = "common.rs"]
@@ -60,18 +60,27 @@ fn values(mut data: &[u8]) -> Vec<Value> {
 fn exercise(w: &mut Window) {
     assert!(w.gens.len() as u64 <= window::LIVE);
     assert!(w.gens.windows(2).all(|p| p[0].0 < p[1].0));
-    // A SCANDUMP walk covers exactly the bit arrays.
+    // A SCANDUMP walk covers exactly the bit arrays, with iterators in 1 .. 2^52, and loads
+    // into a copy made from the header that equals the filter.
+    let mut copy = window::decode_header(&window::encode_header(w), u64::MAX).ok();
     let mut total = 0u64;
     let mut iter = 1;
     loop {
-        let (next, chunk) = window::chunk_at(w, iter);
+        let (next, chunk) = window::scan_chunk(w, iter).expect("an unchanged filter's walk");
         if next == 0 {
             break;
+        }
+        assert!(next > 0 && next < window::ITER_LIMIT);
+        if let Some(c) = copy.as_mut() {
+            window::apply_chunk(c, next, chunk).expect("its own chunk");
         }
         total += chunk.len() as u64;
         iter = next;
     }
     assert_eq!(total, w.bit_array_bytes());
+    if let Some(c) = copy {
+        assert!(c == *w, "SCANDUMP → LOADCHUNK round trip");
+    }
     let g = w.generation;
     for step in 0..7u64 {
         for i in 0..4u8 {

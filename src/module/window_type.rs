@@ -807,22 +807,31 @@ pub fn debug(ctx: &Context, key: &RedisKey) -> Option<Reply> {
 // SCANDUMP / LOADCHUNK
 
 /// The window path of BF.SCANDUMP: `Some` (after replying) when the key holds a window filter.
-/// Iterator 0 gives the window header, then chunks as a plain filter's.
+/// Iterator 0 gives the window header, then the chunks of `window::scan_chunk` (addressed by
+/// generation; `ERR window filter changed during SCANDUMP, …` when a write made the walk
+/// inconsistent).
 pub fn scandump(ctx: &Context, key: &RedisKey, iter_arg: &Arg) -> Option<Reply> {
     let w = get(key)?;
     let Some(iter) = parse_i64(iter_arg.as_slice()) else {
         return Some(Reply::Error("Second argument must be numeric"));
     };
-    send_array_header(ctx, 2);
     if iter == 0 {
+        send_array_header(ctx, 2);
         send(ctx, &Reply::Int(1));
         send_bulk(ctx, &window::encode_header(w));
-    } else {
-        let (next, data) = window::chunk_at(w, iter);
-        send(ctx, &Reply::Int(next));
-        send_bulk(ctx, data);
+        return Some(Reply::Sent);
     }
-    Some(Reply::Sent)
+    // Chunks are addressed by generation: a walk that a write has made inconsistent answers
+    // an error (start again from 0), never a shifted chunk.
+    match window::scan_chunk(w, iter) {
+        Ok((next, data)) => {
+            send_array_header(ctx, 2);
+            send(ctx, &Reply::Int(next));
+            send_bulk(ctx, data);
+            Some(Reply::Sent)
+        }
+        Err(e) => Some(crate::module::commands::dump::chunk_error(e)),
+    }
 }
 
 /// The window path of BF.LOADCHUNK: `Some(reply)` when the key holds a window filter (a chunk)

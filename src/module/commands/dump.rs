@@ -102,6 +102,7 @@ pub(crate) fn chunk_error(e: ChunkError) -> Reply {
         ChunkError::NoLink => "ERR invalid offset - no link found",
         ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
         ChunkError::OutOfMemory => "ERR Insufficient memory to create filter",
+        ChunkError::Changed => crate::bloom::dump::CHANGED_MESSAGE,
     })
 }
 
