@@ -760,6 +760,7 @@ fn time_stands_still_inside_scripts_and_transactions() {
             assert_eq!(r, 0, "{name}: {key}, after it");
         }
     }
+}
 
 /// The error of a window SCANDUMP walk that a write made inconsistent, at either end.
 const CHANGED: &str = "window filter changed during SCANDUMP, start again from iterator 0";
