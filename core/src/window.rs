@@ -110,10 +110,16 @@ fn at_least_min_bits(mut p: LayerParams, error: f64) -> LayerParams {
 /// loaded as a plain filter.
 pub const HEADER_MAGIC: [u8; 8] = *b"BFwindow";
 /// Version of the window dump: 2, the header layout of version 1 with chunks addressed by
-/// generation ([`scan_chunk`]). Version 1 dumps (chunks addressed by an offset into all
-/// generations' arrays) are refused, and a build that reads only version 1 refuses these, so
-/// no chunk is ever filed under the other addressing.
+/// generation ([`scan_chunk`]). A version 1 header ([`HEADER_VERSION_OFFSETS`]) is still read,
+/// and the filter it creates takes its chunks by offset ([`Window::offset_chunks`]); a build
+/// that reads only version 1 refuses these, so no chunk is ever filed under the other
+/// addressing.
 pub const HEADER_VERSION: u32 = 2;
+/// The window header version older builds wrote, whose chunks were addressed by a byte offset
+/// into all generations' arrays together (consistent in a snapshot such as an AOF rewrite, not
+/// across writes): still read, so that an AOF or a dump made by an older build loads after an
+/// upgrade.
+pub const HEADER_VERSION_OFFSETS: u32 = 1;
 /// Bytes of the fixed part of the window header.
 pub const HEADER_FIXED_BYTES: usize = 64;
 /// The RDB encoding version of the window type.
@@ -165,6 +171,11 @@ pub struct Window {
     /// increasing, each in `generation − SLICES ..= generation`; a generation that received
     /// no item has no entry.
     pub gens: Vec<(u64, Chain)>,
+    /// True only for a filter created from a [`HEADER_VERSION_OFFSETS`] header (written by an
+    /// older build, e.g. in an AOF rewritten without the RDB preamble): its chunks are addressed
+    /// by byte offset into all generations' arrays together (see [`apply_chunk`]). Not stored:
+    /// every RDB value, new filter and new dump uses generation addressing.
+    pub offset_chunks: bool,
 }
 
 impl Window {
@@ -188,6 +199,7 @@ impl Window {
             nonscaling,
             generation,
             gens: Vec::new(),
+            offset_chunks: false,
         };
         if window_ms == 0 || expansion == 0 {
             return Err(LayerError::Invalid);
@@ -480,7 +492,8 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
         return Err(ChunkError::BadData);
     }
     let mut pos = 12;
-    if u32_at(data, &mut pos)? != HEADER_VERSION {
+    let version = u32_at(data, &mut pos)?;
+    if version != HEADER_VERSION && version != HEADER_VERSION_OFFSETS {
         return Err(ChunkError::BadData);
     }
     let window_ms = u64_at(data, &mut pos)?;
@@ -542,6 +555,7 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
         nonscaling: flags == 1,
         generation,
         gens: Vec::new(),
+        offset_chunks: version == HEADER_VERSION_OFFSETS,
     };
     // Parameters first (cheap), then the allocations.
     if !w.is_consistent() {
@@ -700,6 +714,9 @@ pub fn chunk_at(w: &Window, iter: i64) -> (i64, &[u8]) {
 /// filter's newest, the chunk's generation is not kept here, or the chunk starts past that
 /// generation's layers; [`ChunkError::TooBig`] for a chunk running past its layer's end.
 pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
+    if w.offset_chunks {
+        return apply_offset_chunk(w, iter, data);
+    }
     let (newest_tag, gen_tag, pos) = decode_iter(iter).ok_or(ChunkError::BadData)?;
     let len = data.len() as u64;
     if pos < len {
@@ -720,6 +737,45 @@ pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkEr
         return Err(ChunkError::TooBig);
     }
     layer[off..off + data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+/// [`apply_chunk`] for a filter created from a [`HEADER_VERSION_OFFSETS`] header: `iter` is
+/// 1 + the byte offset just past the chunk in all generations' arrays together, oldest first
+/// (as a plain filter's iterators address its layers).
+///
+/// Errors: [`ChunkError::BadData`] for `iter` ≤ 0 or below the chunk's length;
+/// [`ChunkError::NoLink`] for a start outside every array; [`ChunkError::TooBig`] for a chunk
+/// running past its array's end.
+fn apply_offset_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
+    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
+    if iter <= 0 || iter < len {
+        return Err(ChunkError::BadData);
+    }
+    let start = iter - len;
+    if start < 1 {
+        return Err(ChunkError::NoLink);
+    }
+    let mut offset = (start - 1) as u64;
+    let layer = w
+        .gens
+        .iter_mut()
+        .flat_map(|(_, c)| c.layers.iter_mut())
+        .find_map(|l| {
+            let n = l.data.len() as u64;
+            if offset < n {
+                Some(l)
+            } else {
+                offset -= n;
+                None
+            }
+        })
+        .ok_or(ChunkError::NoLink)?;
+    let (off, data_len) = (offset as usize, data.len());
+    if data_len > layer.data.len() - off {
+        return Err(ChunkError::TooBig);
+    }
+    layer.data[off..off + data_len].copy_from_slice(data);
     Ok(())
 }
 
@@ -772,6 +828,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Window, DecodeError
         nonscaling,
         generation,
         gens: Vec::new(),
+        offset_chunks: false,
     };
     if !w.is_consistent() {
         return Err(DecodeError);
@@ -1003,6 +1060,55 @@ mod tests {
         restored
     }
 
+    /// A dump as older builds wrote it: the version 1 header and chunks addressed by offset
+    /// into all generations' arrays together, each at most 5 bytes here (so that chunks cross
+    /// layer and generation boundaries nowhere but at their ends).
+    fn offset_dump(w: &Window) -> (Vec<u8>, Vec<(i64, Vec<u8>)>) {
+        let mut header = encode_header(w);
+        header[12..16].copy_from_slice(&HEADER_VERSION_OFFSETS.to_le_bytes());
+        let mut chunks = Vec::new();
+        let mut at = 0i64;
+        for l in w.layers() {
+            for piece in l.data.chunks(5) {
+                at += piece.len() as i64;
+                chunks.push((at + 1, piece.to_vec()));
+            }
+        }
+        (header, chunks)
+    }
+
+    #[test]
+    fn version_1_dumps_load_with_offset_chunks() {
+        let w = sample();
+        let (header, chunks) = offset_dump(&w);
+        let mut restored = decode_header(&header, u64::MAX).unwrap();
+        assert!(restored.offset_chunks);
+        // Applied in reverse, so that order is not what makes it right.
+        for (iter, data) in chunks.iter().rev() {
+            apply_chunk(&mut restored, *iter, data).unwrap();
+        }
+        restored.offset_chunks = false;
+        assert_eq!(restored, w);
+        // Its offsets are checked as a plain filter's.
+        let total: i64 = w.layers().map(|l| l.data.len() as i64).sum();
+        let mut r = decode_header(&header, u64::MAX).unwrap();
+        for (iter, data, e) in [
+            (0, &b"x"[..], ChunkError::BadData),
+            (1, &b"xy"[..], ChunkError::BadData),
+            (1, &b"x"[..], ChunkError::NoLink),
+            (total + 2, &b"x"[..], ChunkError::NoLink),
+            (total + 2, &b"xy"[..], ChunkError::TooBig),
+        ] {
+            assert_eq!(apply_chunk(&mut r, iter, data), Err(e), "{iter}");
+        }
+        // A filter from a version 2 header never takes offset chunks.
+        assert!(
+            !decode_header(&encode_header(&w), u64::MAX)
+                .unwrap()
+                .offset_chunks
+        );
+    }
+
     #[test]
     fn header_round_trip() {
         let w = sample();
@@ -1044,8 +1150,9 @@ mod tests {
                 assert!(d.is_consistent(), "byte {i}");
             }
         }
-        // Version, flags, count, generation out of range.
-        for (at, v) in [(12usize, 1u8), (12, 3), (44, 2), (56, 6), (60, 1)] {
+        // Version (1 is read: `version_1_dumps_load_with_offset_chunks`), flags, count,
+        // generation out of range.
+        for (at, v) in [(12usize, 0u8), (12, 3), (44, 2), (56, 6), (60, 1)] {
             let mut bad = h.clone();
             bad[at] = v;
             assert_eq!(

@@ -956,6 +956,7 @@ fn try_clone(w: &Window) -> Option<Window> {
         nonscaling: w.nonscaling,
         generation: w.generation,
         gens,
+        offset_chunks: w.offset_chunks,
     })
 }
 
