@@ -717,7 +717,8 @@ fn admission_and_edges() {
         EXISTS n                                                       -> 0
         CONFIG SET bf.error-rate 5e-324                                -> (error) ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - error rate too small: no filter layer can be sized for it
         CONFIG GET bf.error-rate                                       -> ["bf.error-rate","0.01"]
-        CONFIG SET bf.error-rate 2e-323                                -> OK
+        CONFIG SET bf.error-rate 2e-323                                -> (error) ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - error rate too small: no filter layer can be sized for it
+        CONFIG SET bf.error-rate 1e-300                                -> OK
         "#,
     );
     // One generation's bit array, from BF.DEBUG's layer line.
@@ -728,9 +729,43 @@ fn admission_and_edges() {
         .and_then(|r| r.split(' ').next())
         .and_then(|b| b.parse().ok())
         .unwrap_or_else(|| panic!("{debug}"));
-    // With room for 2.5 generations the filter could never hold its capacity: refused; with
-    // room for all five, admitted.
+    let mut con = server.conn();
+    let (_, header): (i64, Vec<u8>) = common::cmd("BF.SCANDUMP probe 0").query(&mut con).unwrap();
+    // A header from far in the future (a generation a client may not set with GENERATION,
+    // and a filter that would never forget) is refused; an hour ahead is a clock's skew.
+    // (A filter with no generation yet, so that only the header's own number changes.)
+    t.ok("BF.RESERVE empty 0.01 100 WINDOW 60000");
+    let (_, empty): (i64, Vec<u8>) = common::cmd("BF.SCANDUMP empty 0").query(&mut con).unwrap();
+    for (lead_ms, want) in [(1u64 << 40, Some("received bad data")), (3_000_000, None)] {
+        let mut h = empty.clone();
+        let now: u64 = common::cmd("TIME")
+            .query::<Vec<u64>>(&mut con)
+            .map(|t| t[0] * 1000 + t[1] / 1000)
+            .unwrap();
+        h[48..56].copy_from_slice(&((now + lead_ms) * 4 / 60_000).to_le_bytes());
+        let r: redis::RedisResult<String> =
+            common::cmd("BF.LOADCHUNK future 1").arg(&h).query(&mut con);
+        match want {
+            Some(e) => assert!(
+                r.as_ref().is_err_and(|err| err.to_string().contains(e)),
+                "{lead_ms}: {r:?}"
+            ),
+            None => assert_eq!(r.unwrap(), "OK", "{lead_ms}"),
+        }
+        let _: i64 = common::cmd("DEL future").query(&mut con).unwrap();
+    }
+    // With room for 2.5 generations the filter could never hold its capacity: refused (a
+    // restored header too); with room for all five, admitted.
     t.ok(format!("CONFIG SET bf.max-filter-bytes {}", bytes * 5 / 2).as_str());
+    let r: redis::RedisResult<String> = common::cmd("BF.LOADCHUNK copy 1")
+        .arg(&header)
+        .query(&mut con);
+    assert!(
+        r.as_ref().is_err_and(|e| e
+            .to_string()
+            .contains("Insufficient memory to create filter")),
+        "{r:?}"
+    );
     t.err(
         "BF.RESERVE w 0.01 400000 WINDOW 60000",
         "ERR Insufficient memory to create filter",

@@ -452,6 +452,17 @@ pub fn encode_header(w: &Window) -> Vec<u8> {
     out
 }
 
+/// The window length (ms) and generation a window header declares (bytes 16..24 and 48..56),
+/// read without decoding the rest; `None` when `data` is not that long or not a window header.
+/// For checks that need a clock, which this crate does not read.
+pub fn header_window_and_generation(data: &[u8]) -> Option<(u64, u64)> {
+    if data.len() < HEADER_FIXED_BYTES || !is_window_header(data) {
+        return None;
+    }
+    let field = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap_or([0; 8]));
+    Some((field(16), field(48)))
+}
+
 /// True when `data` starts like a window header (magic and a zero layer count), so a
 /// LOADCHUNK of it is meant for a window filter.
 pub fn is_window_header(data: &[u8]) -> bool {
@@ -560,6 +571,10 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
     // Parameters first (cheap), then the allocations.
     if !w.is_consistent() {
         return Err(ChunkError::BadData);
+    }
+    // Admitted as a new window filter is: against all its generations at capacity.
+    if w.bytes_at_capacity().map_or(true, |b| b > max_bytes) {
+        return Err(ChunkError::OutOfMemory);
     }
     for (n, h, _) in parts {
         let c = dump::decode_header(h, max_bytes)?;
@@ -1075,6 +1090,19 @@ mod tests {
             }
         }
         (header, chunks)
+    }
+
+    #[test]
+    fn decoded_headers_are_admitted_against_every_generation() {
+        // No generation yet: nothing announced, but five first layers to come.
+        let w = Window::new(600_000, 4_000_000, 0.01, 2, false, 3).unwrap();
+        let full = w.bytes_at_capacity().unwrap();
+        assert_eq!(full, 5 * w.generation_params().unwrap().bytes);
+        let h = encode_header(&w);
+        assert_eq!(decode_header(&h, full - 1), Err(ChunkError::OutOfMemory));
+        assert!(decode_header(&h, full).is_ok());
+        assert_eq!(header_window_and_generation(&h), Some((600_000, 3)));
+        assert_eq!(header_window_and_generation(&h[..63]), None);
     }
 
     #[test]

@@ -70,15 +70,23 @@ impl ErrorRate {
     }
 }
 
-/// True when both kinds of implicitly created filter can size their first layer at error rate
-/// `v`: a scaling filter's (at `v` × the tightening ratio) and a window filter's generation
-/// (at `v` / [`ERROR_DIVISOR`](crate::bloom::window::ERROR_DIVISOR)). A rate so small that
-/// these round to 0 (e.g. 5e-324) would make every implicit creation fail.
+/// Growth layers an implicitly created filter must be able to add at the configured error rate
+/// (each halves the rate): [`can_size_layers`].
+const MIN_GROWTH_LAYERS: i32 = 64;
+
+/// True when both kinds of implicitly created filter can size their layers at error rate `v`:
+/// a scaling filter's first layer (at `v` × the tightening ratio) and a window filter's
+/// generation (at `v` / [`ERROR_DIVISOR`](crate::bloom::window::ERROR_DIVISOR)), and either
+/// one's [`MIN_GROWTH_LAYERS`]th growth layer (the rate halved that many times more). A rate
+/// so small that these round to 0 (e.g. 5e-324, or 1e-322 after a few layers) would make
+/// implicit creations fail, or filters refuse items after a handful of layers. The smallest
+/// rate accepted is about 1e-304.
 fn can_size_layers(v: f64) -> bool {
     use crate::bloom::chain::TIGHTENING_RATIO;
     use crate::bloom::layer::{LayerParams, OPT_FORCE64, OPT_NOROUND};
     use crate::bloom::window::ERROR_DIVISOR;
-    [v, v * TIGHTENING_RATIO, v / ERROR_DIVISOR]
+    let deepest = TIGHTENING_RATIO.powi(MIN_GROWTH_LAYERS + 1) / ERROR_DIVISOR;
+    [v, v * TIGHTENING_RATIO, v / ERROR_DIVISOR, v * deepest]
         .iter()
         .all(|&e| LayerParams::for_capacity(1, e, OPT_NOROUND | OPT_FORCE64).is_ok())
 }
@@ -284,7 +292,7 @@ mod tests {
         assert_eq!(e.get(), 0.25);
         // Rates whose layers cannot be sized are refused and change nothing; the smallest
         // ones that can are kept.
-        for tiny in [&b"5e-324"[..], b"1e-323"] {
+        for tiny in [&b"5e-324"[..], b"1e-323", b"2e-323", b"1e-322", b"1e-305"] {
             assert_eq!(
                 e.set_from(tiny).unwrap_err(),
                 "error rate too small: no filter layer can be sized for it",
@@ -293,8 +301,8 @@ mod tests {
             );
             assert_eq!(e.get(), 0.25);
         }
-        e.set_from(b"2e-323").unwrap();
-        assert_eq!(e.get(), 2e-323);
+        e.set_from(b"1e-300").unwrap();
+        assert_eq!(e.get(), 1e-300);
     }
 
     #[test]
@@ -317,7 +325,7 @@ mod tests {
             ("0.01", "0.01"),
             ("1e-300", "1e-300"),
             ("0x1p-03", "0.125"),
-            ("0x8p-1075", "2e-323"),
+            ("1e-303", "1e-303"),
             ("0.1000000000000000055511151231257827", "0.1"),
         ] {
             e.set_from(input.as_bytes()).unwrap();

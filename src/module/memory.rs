@@ -110,7 +110,10 @@ fn exact_budget(ctx: &Context, flags: &ContextFlags, existing_bytes: u64) -> u64
     };
     // Under `ulimit -v`, jemalloc also needs room to map the array (an extent of its own for a
     // large one): keep 1/16 of what is left for that and for everyone else.
-    let address_space = address_space_left().map_or(u64::MAX, |left| left - left / 16);
+    // The allocator maps the array's whole size class, so that is what must fit.
+    let address_space = address_space_left().map_or(u64::MAX, |left| {
+        largest_size_class_at_most(left - left / 16)
+    });
     maxmemory
         .min(available - available / 16)
         .min(machine)

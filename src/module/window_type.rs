@@ -846,6 +846,11 @@ pub fn loadchunk(
     let r = if let Some(w) = get_mut(key) {
         window::apply_chunk(w, iter, data).map_err(crate::module::commands::dump::chunk_error)
     } else if key.is_empty() && iter == 1 && window::is_window_header(data) {
+        if !internal(ctx) && !plausible_generation(ctx, data) {
+            return Some(crate::module::commands::dump::chunk_error(
+                ChunkError::BadData,
+            ));
+        }
         match window::decode_header(data, new_array_budget(ctx, 0)) {
             Ok(w) => store(key, w, "ERR received bad data"),
             Err(e) => {
@@ -866,6 +871,23 @@ pub fn loadchunk(
         }
         Err(e) => e,
     })
+}
+
+/// How far ahead of this server's clock a client's window header may be: clocks of the
+/// servers a dump moves between may disagree by this much (1 hour).
+const MAX_HEADER_LEAD_MS: u64 = 3_600_000;
+
+/// False for a window header whose generation lies beyond this server's clock by more than
+/// [`MAX_HEADER_LEAD_MS`] (and more than [`window::LIVE`] generations): loading it would let a
+/// client set a generation it may not send with `GENERATION`, and a filter far in the future
+/// never forgets (its reads are at the later of its generation and the clock's).
+fn plausible_generation(ctx: &Context, header: &[u8]) -> bool {
+    let Some((window_ms, generation)) = window::header_window_and_generation(header) else {
+        return true; // Not a window header: the decoder refuses it.
+    };
+    let now = window::generation_at(now_ms(ctx), window_ms.max(1));
+    let lead = window::generation_at(MAX_HEADER_LEAD_MS, window_ms.max(1)).max(window::LIVE);
+    generation <= now.saturating_add(lead)
 }
 
 // ---------------------------------------------------------------------------------------------
