@@ -317,3 +317,43 @@ fn window_aof_replay_that_cannot_allocate_aborts_on_every_server() {
         assert_abort_line(&s.log(), "BF.INSERT", server);
     }
 }
+
+/// A primary's own client never aborts the server, even just under its address-space limit,
+/// where the allocator maps a whole size class (up to 25 % more than the array): each
+/// creation is either made or refused with the creation error, on every supported server.
+#[test]
+fn creation_near_the_address_space_limit_never_aborts() {
+    for (server, bin) in common::servers() {
+        let mut s = Server::start_on(&bin, &[], &[]);
+        limit_memory(&mut s.conn());
+        let mut c = s.conn();
+        // First layers of about 115, 118, 119, 120 and 131 MB against 128 MiB of headroom.
+        for capacity in [
+            84_000_000u64,
+            85_500_000,
+            86_500_000,
+            87_500_000,
+            95_000_000,
+        ] {
+            let r: redis::RedisResult<String> = common::cmd("BF.RESERVE")
+                .arg(format!("k{capacity}"))
+                .arg(0.01)
+                .arg(capacity)
+                .query(&mut c);
+            match &r {
+                Ok(ok) => assert_eq!(ok, "OK", "{server}, {capacity}"),
+                Err(e) => assert!(
+                    e.to_string()
+                        .contains("Insufficient memory to create filter"),
+                    "{server}, {capacity}: {e}; log:\n{}",
+                    s.log()
+                ),
+            }
+            let _: i64 = common::cmd("DEL")
+                .arg(format!("k{capacity}"))
+                .query(&mut c)
+                .unwrap();
+        }
+        assert!(s.is_alive(), "{server}: log:\n{}", s.log());
+    }
+}
