@@ -245,20 +245,35 @@ def sc_chain_expire(con, gib):
     return [("PEXPIRE", "big", 1)]
 
 
-def sc_chain_evict(con, gib):
-    # volatile-ttl: the filter has the shortest TTL, 200 5 KB strings longer ones; a 3 MiB SET
-    # puts the server 2 MiB over maxmemory (report: keys evicted, 1 when only the filter went).
-    chain16(con, "big", gib)
-    con.call("EXPIRE", "big", 100000)
-    # The strings in db 1, so that every pass of the eviction pool samples the filter (alone
-    # in db 0) and picks it first.
+def strings_and_ttl(con, key, n=2000):
+    """Gives `key` the shortest TTL and adds `n` 5 KB strings with longer ones, in db 1, so
+    that every pass of the eviction pool samples the filter (alone in db 0) and picks it first
+    under volatile-ttl."""
+    con.call("EXPIRE", key, 100000)
     con.call("SELECT", 1)
-    for i in range(200):
-        con.call("SET", "s%d" % i, b"v" * 5000, "EX", 1000000)
+    for start in range(0, n, 500):
+        for i in range(start, min(n, start + 500)):
+            con.send("SET", "s%d" % i, b"v" * 5000, "EX", 1000000)
+        for i in range(start, min(n, start + 500)):
+            con.read()
     con.call("SELECT", 0)
-    used = int(info_field(con, "memory", "used_memory"))
-    con.call("CONFIG", "SET", "maxmemory", used + MIB)
-    return [("SET", "new", b"b" * (3 * MIB))]
+
+
+# A 3 MiB SET with maxmemory set (just before it, "OVER") 1 MiB above used_memory: the server
+# goes ~2 MiB over; report: keys evicted (1 when only the filter went).
+EVICT_OPS = [("OVER", MIB), ("SET", "new", b"b" * (3 * MIB))]
+
+
+def sc_chain_evict(con, gib):
+    chain16(con, "big", gib)
+    strings_and_ttl(con, "big")
+    return EVICT_OPS
+
+
+def sc_evict(con, gib):
+    touched(con, "big", gib / 2)
+    strings_and_ttl(con, "big")
+    return EVICT_OPS
 
 
 def quarter_s(gib):
@@ -344,6 +359,10 @@ SCENARIOS = {
                     "eviction, chain of 16 × {c} MiB", report_evicted),
     "chain-evict-lazy": ([("maxmemory-policy", "volatile-ttl"), ("lazyfree-lazy-eviction", "yes")],
                          sc_chain_evict, "eviction (lazy), chain of 16 × {c} MiB", report_evicted),
+    "evict": ([("maxmemory-policy", "volatile-ttl")], sc_evict,
+              "eviction, a {h} GiB filter, 2000 strings", report_evicted),
+    "evict-lazy": ([("maxmemory-policy", "volatile-ttl"), ("lazyfree-lazy-eviction", "yes")],
+                   sc_evict, "eviction (lazy), {h} GiB, 2000 strings", report_evicted),
     "window-unlink": ([], sc_window_unlink, "UNLINK, window of 5 × {c} MiB"),
     "window-idle-add": ([], sc_window_idle_add, "BF.ADD dropping 5 × {c} MiB generations"),
     "copy-sparse": ([], sc_copy_sparse, "COPY, {g} GiB holding 100 items"),
@@ -355,8 +374,8 @@ SCENARIOS = {
 
 
 def probe(server, ops, report=None, settle=0.5):
-    """Runs `ops` on one connection while another PINGs (("SLEEP", s) pauses, not counted in
-    the op time); returns (max gap s, op time s, LATENCY LATEST max ms, RSS growth bytes,
+    """Runs `ops` on one connection while another PINGs (("SLEEP", s) pauses; ("OVER", n) sets
+    maxmemory n bytes above used_memory; neither counted in the op time); returns (max gap s, op time s, LATENCY LATEST max ms, RSS growth bytes,
     events, and what `report(admin connection)` says after the settle time)."""
     admin = Conn(server.port)
     admin.call("CONFIG", "SET", "latency-monitor-threshold", "1")
@@ -388,6 +407,11 @@ def probe(server, ops, report=None, settle=0.5):
         if cmd[0] == "SLEEP":
             time.sleep(cmd[1])
             t0 += cmd[1]
+        elif cmd[0] == "OVER":
+            t_set = time.perf_counter()
+            op.call("CONFIG", "SET", "maxmemory",
+                    int(info_field(op, "memory", "used_memory")) + cmd[1])
+            t0 += time.perf_counter() - t_set
         else:
             try:
                 op.call(*cmd)

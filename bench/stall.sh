@@ -6,7 +6,7 @@
 #                                  arrays by writing them)
 # Env:   GIB (filter size, default 2), ROUNDS (default 3), SCENARIOS (space-separated subset of
 #        idle reserve grow del del-lazy unlink unlink-lazy flushall-async chain-del chain-unlink
-#        chain-expire chain-evict chain-evict-lazy window-unlink window-idle-add copy-sparse
+#        chain-expire chain-evict chain-evict-lazy evict evict-lazy window-unlink window-idle-add copy-sparse
 #        copy-dense bgsave-after-del bgsave-later), REDIS_SERVER.
 set -euo pipefail
 cd "$(dirname "$0")/.."

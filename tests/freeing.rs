@@ -219,7 +219,8 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
         ("DEL", &["DEL", "k"]),
         ("UNLINK", &["UNLINK", "k"]),
         ("overwrite", &["SET", "k", "v"]),
-        ("FLUSHALL", &["FLUSHALL"]),
+        // SYNC: Valkey 8+ flushes asynchronously by default (lazyfree-lazy-user-flush yes).
+        ("FLUSHALL SYNC", &["FLUSHALL", "SYNC"]),
         ("FLUSHALL ASYNC", &["FLUSHALL", "ASYNC"]),
     ];
     let s = Server::start_with(&[], &[("lazyfree-lazy-server-del", "yes")]);
@@ -260,7 +261,7 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
                 "{shape}, {name}: used_memory {used0} → {used1} inside the delete of {size} B"
             );
             assert_eq!(info_num(&mut con, "bf", "bf_bytes"), 0);
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
+            let _: () = cmd("FLUSHALL SYNC").query(&mut con).unwrap();
         }
     }
     // FLUSHALL ASYNC and a window filter's dropped generations: what is pending goes to 0.
