@@ -207,21 +207,22 @@ def sc_idle(con, gib):
 MIB = 1 << 20
 
 
-def chain16(con, key, gib):
+def chain16(con, key, gib, layers=16, layer_bytes=None):
     """A chain of 16 equal layers of gib × 29.75 MiB each (59.5 MiB at 2 GiB, below the 64 MiB
     that daa546d freed on its own thread), every page touched: a BF.LOADCHUNK header announcing
-    16 copies of one reserved layer, then chunks of set bits."""
-    layer_bytes = int(gib * 29.75 * MIB)
+    16 copies of one reserved layer, then chunks of set bits. (`layers`, `layer_bytes`: another
+    shape.)"""
+    layer_bytes = layer_bytes or int(gib * 29.75 * MIB)
     cap = capacity_for(con, layer_bytes, 0.001)
     con.call("BF.RESERVE", "tmpl", 0.001, cap)
     h = con.call("BF.SCANDUMP", "tmpl", 0)[1]
     con.call("DEL", "tmpl")
     layer = h[20:73]
     nbytes = int.from_bytes(layer[:8], "little")
-    header = (0).to_bytes(8, "little") + (16).to_bytes(4, "little") + h[12:20] + layer * 16
+    header = (0).to_bytes(8, "little") + layers.to_bytes(4, "little") + h[12:20] + layer * layers
     con.call("BF.LOADCHUNK", key, 1, header)
     chunk = b"\x11" * (16 * MIB)
-    for j in range(16):
+    for j in range(layers):
         off = 0
         while off < nbytes:
             data = chunk[:min(len(chunk), nbytes - off)]
@@ -231,6 +232,12 @@ def chain16(con, key, gib):
 
 def sc_chain_del(con, gib):
     chain16(con, "big", gib)
+    return [("DEL", "big")]
+
+
+def sc_chain_many_del(con, gib):
+    # 4096 layers (the most a header may announce) of gib / 2 MiB each (1 MiB at 2 GiB).
+    chain16(con, "big", gib, layers=4096, layer_bytes=int(gib / 2 * MIB))
     return [("DEL", "big")]
 
 
@@ -353,6 +360,7 @@ SCENARIOS = {
                     "UNLINK, lazyfree-lazy-user-del yes, {g} GiB"),
     "flushall-async": ([], sc_flushall_async, "FLUSHALL ASYNC, three {h} GiB filters"),
     "chain-del": ([], sc_chain_del, "DEL, chain of 16 touched layers ({c} MiB each)"),
+    "chain-many-del": ([], sc_chain_many_del, "DEL, chain of 4096 touched layers ({m} MiB each)"),
     "chain-unlink": ([], sc_chain_unlink, "UNLINK, chain of 16 × {c} MiB"),
     "chain-expire": ([], sc_chain_expire, "expiry, chain of 16 × {c} MiB"),
     "chain-evict": ([("maxmemory-policy", "volatile-ttl")], sc_chain_evict,
@@ -471,7 +479,7 @@ def main():
     print("%-48s %-8s %12s %10s %10s %12s  %s" % ("scenario", "module", "stall (ms)", "op (ms)",
                                                   "LATENCY", "RSS (MiB)", "report"))
     for name in names:
-        desc = SCENARIOS[name][2].format(g=a.gib, h=a.gib / 2, c="%.1f" % (a.gib * 29.75),
+        desc = SCENARIOS[name][2].format(g=a.gib, h=a.gib / 2, c="%.1f" % (a.gib * 29.75), m="%g" % (a.gib / 2),
                                          f="%.0f" % (a.gib * 0.3125 * 1024))
         for label, _ in modules:
             r = results[(name, label)]
