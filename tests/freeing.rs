@@ -1,7 +1,8 @@
 //! Freeing, eviction and COPY of big filters: an eviction counts what the filter frees (so
 //! Redis evicts the filter alone, not unrelated keys after it), `used_memory` drops inside the
 //! delete while the module's background thread gives the pages back (`bf_free_pending_bytes`
-//! goes to 0), and `COPY` of a sparse filter copies only its written pages.
+//! goes to 0) — a window filter's dropped generations too — and `COPY` of a sparse filter copies
+//! only its written pages.
 //!
 //! Memory figures and key counts only: stall times are measured by `bench/stall.py`.
 
@@ -321,4 +322,69 @@ fn copy_of_a_sparse_filter_copies_only_written_pages() {
         let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
         wait_pending_zero(&mut con);
     }
+}
+
+#[test]
+fn a_window_filters_dropped_generations_leave_used_memory_in_the_write() {
+    // Five generations of ~72 MiB (a 2 s window: quarters of 500 ms), then the window passes
+    // with no write: the next BF.ADD drops all five, and used_memory has dropped by their size
+    // when the INFO queued right behind it in the same transaction runs.
+    let s = Server::start();
+    let mut con = s.conn();
+    let cap = capacity_for(&mut con, 64 * MIB) * 4;
+    let _: () = cmd("BF.RESERVE w 0.001")
+        .arg(cap)
+        .arg("WINDOW")
+        .arg(2000)
+        .query(&mut con)
+        .unwrap();
+    let start = Instant::now();
+    for g in 0..5u32 {
+        let _: i64 = cmd("BF.ADD w")
+            .arg(format!("g{g}"))
+            .query(&mut con)
+            .unwrap();
+        let next = Duration::from_millis(500) * (g + 1);
+        std::thread::sleep(next.saturating_sub(start.elapsed()));
+    }
+    let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
+    let Value::Int(size) = v[0] else {
+        panic!("{v:?}")
+    };
+    let layers = info_num(&mut con, "bf", "bf_layers");
+    std::thread::sleep(Duration::from_millis(2600));
+    let used0 = info_num(&mut con, "memory", "used_memory");
+    let (info,): (String,) = redis::pipe()
+        .atomic()
+        .cmd("BF.ADD")
+        .arg("w")
+        .arg("after")
+        .ignore()
+        .cmd("INFO")
+        .arg("memory")
+        .query(&mut con)
+        .unwrap();
+    let used1: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
+    let Value::Int(size1) = v[0] else {
+        panic!("{v:?}")
+    };
+    println!(
+        "{layers} layers of {size} B dropped: used_memory {used0} → {used1}, size {size1} after"
+    );
+    assert!(layers >= 2, "{layers} generations before the idle time");
+    // The new generation's array is allocated in the same write; it is one of the old size.
+    let dropped = size as u64 - size1 as u64;
+    assert!(dropped as i64 > 0);
+    assert!(
+        used0.saturating_sub(used1) + MIB >= dropped,
+        "used_memory {used0} → {used1} in the write that dropped {dropped} B"
+    );
+    wait_pending_zero(&mut con);
 }
