@@ -205,8 +205,8 @@ enum Job {
 static QUEUE: Mutex<(Vec<Job>, Option<bool>)> = Mutex::new((Vec::new(), None));
 static QUEUED: Condvar = Condvar::new();
 
-/// Bytes of freed bit arrays still resident, which the background thread is giving back to
-/// the kernel (`INFO bf`, `bf_free_pending_bytes`). Moved pages are no longer in
+/// Bytes of freed bit arrays the background thread has yet to give back to the kernel
+/// (resident as far as they were touched; `INFO bf`, `bf_free_pending_bytes`). Moved pages are no longer in
 /// `used_memory` (their block was freed at the delete); only arrays queued whole (the kernel
 /// refused the move, or one free held more arrays than its [`FreeBudget`]) still are.
 pub static FREE_PENDING_BYTES: AtomicU64 = AtomicU64::new(0);
