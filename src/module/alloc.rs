@@ -319,3 +319,43 @@ fn free_loop() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits until the freeing thread has done everything queued so far.
+    fn wait_pending_zero() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while FREE_PENDING_BYTES.load(Ordering::Relaxed) != 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pending never reached 0"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn every_path_gives_everything_back() {
+        // (budget's moves, budget's direct bytes): moved; freed directly; handed over whole.
+        for (moves, direct) in [(MOVES_PER_FREE, 0), (0, 64 << 20), (0, 0)] {
+            let mut budget = FreeBudget {
+                direct_bytes: direct,
+                moves,
+            };
+            let mut data = vec![0u8; 24 << 20];
+            for b in data.iter_mut().step_by(4096) {
+                *b = 1;
+            }
+            free_bit_array(data, &mut budget);
+            assert_eq!(budget.moves, moves.saturating_sub(1), "{moves}/{direct}");
+            let spent_direct = direct - budget.direct_bytes;
+            assert_eq!(
+                spent_direct,
+                if moves == 0 { direct.min(24 << 20) } else { 0 }
+            );
+            wait_pending_zero();
+        }
+    }
+}

@@ -73,8 +73,18 @@ pub unsafe fn move_out(addr: usize, len: usize) -> Option<Moved> {
     let flags = libc::MREMAP_MAYMOVE | libc::MREMAP_DONTUNMAP;
     if len < PMD_SPAN {
         // SAFETY: the caller guarantees the range is whole pages of its own live allocation;
-        // DONTUNMAP keeps it mapped (zero-fill), so no pointer into the block dangles.
-        let to = unsafe { libc::mremap(addr as *mut _, len, len, flags) };
+        // DONTUNMAP keeps it mapped (zero-fill), so no pointer into the block dangles. The
+        // new-address argument is passed (null: the kernel chooses) even without MREMAP_FIXED:
+        // with DONTUNMAP the kernel reads it, and an unset variadic argument is garbage.
+        let to = unsafe {
+            libc::mremap(
+                addr as *mut _,
+                len,
+                len,
+                flags,
+                std::ptr::null_mut::<libc::c_void>(),
+            )
+        };
         if to == libc::MAP_FAILED {
             return None;
         }
@@ -309,6 +319,56 @@ mod tests {
         fn drop(&mut self) {
             // SAFETY: unmapping the mapping made in `new`, once.
             unsafe { libc::munmap(self.0.cast(), self.1) };
+        }
+    }
+
+    #[test]
+    fn a_move_leaves_zeros_behind_and_takes_the_data_along() {
+        let page = page_size();
+        // Below and above the 2 MiB that decides between a plain move and a congruent one.
+        for len in [64 * page, (8 << 20) + 5 * page] {
+            let mut map = Fresh::new(len);
+            let block = map.bytes(0, len);
+            for (i, b) in block.iter_mut().enumerate() {
+                *b = (i % 251) as u8 + 1;
+            }
+            let (addr, n) = interior(block.as_ptr() as usize + 100, len - 200, page).unwrap();
+            assert_eq!((addr, n), (block.as_ptr() as usize + page, len - 2 * page));
+            // SAFETY: whole pages of the test's own mapping, not read as data afterwards
+            // except to check they read as zeros.
+            let moved = unsafe { move_out(addr, n) }.unwrap_or_else(|| {
+                panic!(
+                    "mremap refused: {} (len {len})",
+                    std::io::Error::last_os_error()
+                )
+            });
+            let off = addr - block.as_ptr() as usize;
+            // The block: its edges keep their bytes, its interior reads as zeros, still mapped.
+            assert!(block[..off]
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i % 251) as u8 + 1));
+            assert!(block[off..off + n].iter().all(|&b| b == 0));
+            assert!(block[off + n..]
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == ((off + n + i) % 251) as u8 + 1));
+            // The moved pages hold the data, at the source's offset modulo 2 MiB when it moved
+            // into a reservation.
+            let dst = if n < PMD_SPAN {
+                moved.base
+            } else {
+                moved.base + (addr.wrapping_sub(moved.base) & (PMD_SPAN - 1))
+            };
+            // SAFETY: reading the moved pages, a live mapping until `release` below.
+            let data = unsafe { std::slice::from_raw_parts(dst as *const u8, n) };
+            assert!(data
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == ((off + i) % 251) as u8 + 1));
+            let mut given_back = 0;
+            release(moved, true, |k| given_back += k);
+            assert!(given_back >= n);
         }
     }
 
