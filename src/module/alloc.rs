@@ -18,7 +18,7 @@ use crate::module::pages;
 use crate::module::stats::SplitCounter;
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 /// Redis' allocator once the module API is initialised, the system allocator otherwise.
@@ -165,6 +165,15 @@ const DIRECT_BYTES_PER_FREE: usize = 64 << 20;
 /// the background thread whole.
 const MOVES_PER_FREE: usize = 512;
 
+/// Moves whose pages the background thread has not unmapped yet, at most
+/// [`MAX_PENDING_MOVES`]: each is one mapping of the process, and a burst of deletes must not
+/// bring the process near `vm.max_map_count` (65 530 by default), where Redis' own allocator
+/// would fail to map memory. Past it, arrays are freed as when a move is refused.
+static PENDING_MOVES: AtomicUsize = AtomicUsize::new(0);
+
+/// See [`PENDING_MOVES`].
+const MAX_PENDING_MOVES: usize = 8192;
+
 /// What one free (of a filter, or of a window filter's dropped generations) may spend on the
 /// calling thread, so that freeing any shape of filter — one huge layer, thousands of small
 /// ones — stays a bounded amount of work for the main thread.
@@ -219,7 +228,8 @@ pub static FREE_PENDING_BYTES: AtomicU64 = AtomicU64::new(0);
 ///   without resident pages — is freed through Redis' allocator, and the background thread
 ///   gives the moved pages back to the kernel in steps ([`pages::release`]);
 /// - a smaller array is freed directly while the budget's direct bytes last;
-/// - otherwise (move refused, budget spent, thread not started) the array goes to the
+/// - otherwise (move refused, budget spent, [`MAX_PENDING_MOVES`] reached, thread not
+///   started) the array goes to the
 ///   background thread whole, which empties it in steps and then frees it (`used_memory`
 ///   drops then); without the thread it is freed here.
 pub fn free_bit_array(data: Vec<u8>, budget: &mut FreeBudget) {
@@ -230,11 +240,12 @@ pub fn free_bit_array(data: Vec<u8>, budget: &mut FreeBudget) {
     let page = pages::page_size();
     let inner = pages::interior(data.as_ptr() as usize, cap, page);
     if let Some((addr, len)) = inner.filter(|&(_, len)| len >= MOVE_MIN_BYTES) {
-        if budget.moves > 0 {
+        if budget.moves > 0 && PENDING_MOVES.load(Ordering::Relaxed) < MAX_PENDING_MOVES {
             budget.moves -= 1;
             // SAFETY: `[addr, addr + len)` is whole pages inside `data`'s live allocation,
             // which this function owns and frees next without reading it.
             if let Some(moved) = unsafe { pages::move_out(addr, len) } {
+                PENDING_MOVES.fetch_add(1, Ordering::Relaxed);
                 drop(data);
                 enqueue(Job::Unmap(moved, len), len);
                 return;
@@ -275,11 +286,14 @@ fn enqueue(job: Job, pending: usize) {
 /// pauses (the freeing thread), else at once (the caller's thread, when that one cannot run).
 fn run(job: Job, background: bool) {
     match job {
-        Job::Unmap(moved, mut pending) => pages::release(moved, background, |n| {
-            let n = n.min(pending);
-            pending -= n;
-            FREE_PENDING_BYTES.fetch_sub(n as u64, Ordering::Relaxed);
-        }),
+        Job::Unmap(moved, mut pending) => {
+            pages::release(moved, background, |n| {
+                let n = n.min(pending);
+                pending -= n;
+                FREE_PENDING_BYTES.fetch_sub(n as u64, Ordering::Relaxed);
+            });
+            PENDING_MOVES.fetch_sub(1, Ordering::Relaxed);
+        }
         Job::Free(data) => {
             let cap = data.capacity();
             let mut left = cap;
