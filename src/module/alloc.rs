@@ -177,9 +177,14 @@ const MAX_PENDING_MOVES: usize = 8192;
 /// What one free (of a filter, or of a window filter's dropped generations) may spend on the
 /// calling thread, so that freeing any shape of filter — one huge layer, thousands of small
 /// ones — stays a bounded amount of work for the main thread.
+///
+/// It also holds the free's jobs for the background thread until it is dropped, so that the
+/// thread starts unmapping only once every move of this free is done: its unmapping holds the
+/// process' memory-map lock, which each move needs too.
 pub struct FreeBudget {
     direct_bytes: usize,
     moves: usize,
+    jobs: Vec<(Job, usize)>,
 }
 
 impl FreeBudget {
@@ -188,6 +193,26 @@ impl FreeBudget {
         FreeBudget {
             direct_bytes: DIRECT_BYTES_PER_FREE,
             moves: MOVES_PER_FREE,
+            jobs: Vec::new(),
+        }
+    }
+
+    /// Keeps a job until the free ends (hands it over at once if it cannot be kept).
+    fn later(&mut self, job: Job, pending: usize) {
+        FREE_PENDING_BYTES.fetch_add(pending as u64, Ordering::Relaxed);
+        if self.jobs.try_reserve(1).is_ok() {
+            self.jobs.push((job, pending));
+        } else {
+            enqueue(vec![(job, pending)]);
+        }
+    }
+}
+
+impl Drop for FreeBudget {
+    /// Hands the free's jobs to the background thread.
+    fn drop(&mut self) {
+        if !self.jobs.is_empty() {
+            enqueue(std::mem::take(&mut self.jobs));
         }
     }
 }
@@ -247,7 +272,7 @@ pub fn free_bit_array(data: Vec<u8>, budget: &mut FreeBudget) {
             if let Some(moved) = unsafe { pages::move_out(addr, len) } {
                 PENDING_MOVES.fetch_add(1, Ordering::Relaxed);
                 drop(data);
-                enqueue(Job::Unmap(moved, len), len);
+                budget.later(Job::Unmap(moved, len), len);
                 return;
             }
         }
@@ -257,14 +282,12 @@ pub fn free_bit_array(data: Vec<u8>, budget: &mut FreeBudget) {
         drop(data);
         return;
     }
-    enqueue(Job::Free(data), cap);
+    budget.later(Job::Free(data), cap);
 }
 
-/// Hands a job to the background thread (starting it on first use), counting `pending`
-/// bytes; does it here when the thread cannot run.
-fn enqueue(job: Job, pending: usize) {
-    FREE_PENDING_BYTES.fetch_add(pending as u64, Ordering::Relaxed);
-    let mut job = Some(job);
+/// Hands jobs (already counted in [`FREE_PENDING_BYTES`]) to the background thread, starting
+/// it on first use; does them here when the thread cannot run.
+fn enqueue(mut jobs: Vec<(Job, usize)>) {
     if let Ok(mut queue) = QUEUE.lock() {
         let running = *queue.1.get_or_insert_with(|| {
             std::thread::Builder::new()
@@ -272,12 +295,12 @@ fn enqueue(job: Job, pending: usize) {
                 .spawn(free_loop)
                 .is_ok()
         });
-        if running && queue.0.try_reserve(1).is_ok() {
-            queue.0.extend(job.take());
+        if running && queue.0.try_reserve(jobs.len()).is_ok() {
+            queue.0.extend(jobs.drain(..).map(|(job, _)| job));
             QUEUED.notify_one();
         }
     }
-    if let Some(job) = job {
+    for (job, _) in jobs {
         run(job, false);
     }
 }
@@ -344,7 +367,8 @@ mod tests {
         while FREE_PENDING_BYTES.load(Ordering::Relaxed) != 0 {
             assert!(
                 std::time::Instant::now() < deadline,
-                "pending never reached 0"
+                "pending never reached 0: {}",
+                FREE_PENDING_BYTES.load(Ordering::Relaxed)
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -357,6 +381,7 @@ mod tests {
             let mut budget = FreeBudget {
                 direct_bytes: direct,
                 moves,
+                jobs: Vec::new(),
             };
             let mut data = vec![0u8; 24 << 20];
             for b in data.iter_mut().step_by(4096) {
@@ -369,6 +394,13 @@ mod tests {
                 spent_direct,
                 if moves == 0 { direct.min(24 << 20) } else { 0 }
             );
+            // Moved or handed over whole: the job waits for the end of the free.
+            assert_eq!(
+                budget.jobs.len(),
+                usize::from(direct == 0),
+                "{moves}/{direct}"
+            );
+            drop(budget);
             wait_pending_zero();
         }
     }
