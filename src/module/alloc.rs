@@ -253,7 +253,7 @@ pub static FREE_PENDING_BYTES: AtomicU64 = AtomicU64::new(0);
 ///   without resident pages — is freed through Redis' allocator, and the background thread
 ///   gives the moved pages back to the kernel in steps ([`pages::release`]);
 /// - a smaller array is freed directly while the budget's direct bytes last;
-/// - otherwise (move refused, budget spent, [`MAX_PENDING_MOVES`] reached, thread not
+/// - otherwise (move refused, budget spent, 8192 moves still pending, thread not
 ///   started) the array goes to the
 ///   background thread whole, which empties it in steps and then frees it (`used_memory`
 ///   drops then); without the thread it is freed here.
