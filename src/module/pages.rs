@@ -18,12 +18,14 @@ use std::time::Duration;
 
 /// The alignment of a page-table page's span on x86-64 and aarch64 with 4 KiB pages (2 MiB):
 /// a move whose source and destination are congruent modulo this moves whole page-table pages
-/// (one entry per 2 MiB) instead of every page's entry (0.12 ms for 1 GiB instead of 2.6 ms).
+/// (one entry per 2 MiB) instead of every page's entry (0.2 ms for 1 GiB instead of 2.8 ms:
+/// `bench/move_pages.py`).
 const PMD_SPAN: usize = 2 << 20;
 
 /// Bytes given back to the kernel per system call by the background thread: a fork (BGSAVE,
 /// AOF rewrite, a replica's full sync), which needs the process' memory-map lock, waits for at
-/// most one such step (about 0.5 ms for 16 MiB of touched 4 KiB pages).
+/// most one such step (1–2.5 ms for 16 MiB of touched 4 KiB pages, 0.2–0.3 ms with huge
+/// pages: `bench/move_pages.py`).
 pub const STEP_BYTES: usize = 16 << 20;
 
 /// The pause between two steps, so that a waiting fork takes the memory-map lock first.
@@ -89,6 +91,8 @@ pub unsafe fn move_out(addr: usize, len: usize) -> Option<Moved> {
         if to == libc::MAP_FAILED {
             return None;
         }
+        // SAFETY: an advice on the module's own new mapping; failure only means forks copy it.
+        unsafe { libc::madvise(to, len, libc::MADV_DONTFORK) };
         return Some(Moved {
             base: to as usize,
             len,
