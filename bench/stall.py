@@ -16,6 +16,7 @@ Prints one line per (scenario, module, round) and a table of medians.
 
 import argparse
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -203,6 +204,150 @@ def sc_idle(con, gib):
     return [("PING",)]
 
 
+MIB = 1 << 20
+
+
+def chain16(con, key, gib, layers=16, layer_bytes=None):
+    """A chain of 16 equal layers of gib × 29.75 MiB each (59.5 MiB at 2 GiB, below the 64 MiB
+    that daa546d freed on its own thread), every page touched: a BF.LOADCHUNK header announcing
+    16 copies of one reserved layer, then chunks of set bits. (`layers`, `layer_bytes`: another
+    shape.)"""
+    layer_bytes = layer_bytes or int(gib * 29.75 * MIB)
+    cap = capacity_for(con, layer_bytes, 0.001)
+    con.call("BF.RESERVE", "tmpl", 0.001, cap)
+    h = con.call("BF.SCANDUMP", "tmpl", 0)[1]
+    con.call("DEL", "tmpl")
+    layer = h[20:73]
+    nbytes = int.from_bytes(layer[:8], "little")
+    header = (0).to_bytes(8, "little") + layers.to_bytes(4, "little") + h[12:20] + layer * layers
+    con.call("BF.LOADCHUNK", key, 1, header)
+    chunk = b"\x11" * (16 * MIB)
+    for j in range(layers):
+        off = 0
+        while off < nbytes:
+            data = chunk[:min(len(chunk), nbytes - off)]
+            con.call("BF.LOADCHUNK", key, 1 + j * nbytes + off + len(data), data)
+            off += len(data)
+
+
+def sc_chain_del(con, gib):
+    chain16(con, "big", gib)
+    return [("DEL", "big")]
+
+
+def sc_chain_many_del(con, gib):
+    # 4096 layers (the most a header may announce) of gib / 2 MiB each (1 MiB at 2 GiB).
+    chain16(con, "big", gib, layers=4096, layer_bytes=int(gib / 2 * MIB))
+    return [("DEL", "big")]
+
+
+def sc_chain_unlink(con, gib):
+    chain16(con, "big", gib)
+    return [("UNLINK", "big")]
+
+
+def sc_chain_expire(con, gib):
+    chain16(con, "big", gib)
+    # Redis' active expiry (serverCron, 10 times a second) deletes it during the probe.
+    return [("PEXPIRE", "big", 1)]
+
+
+def strings_and_ttl(con, key, n=2000):
+    """Gives `key` the shortest TTL and adds `n` 5 KB strings with longer ones, in db 1, so
+    that every pass of the eviction pool samples the filter (alone in db 0) and picks it first
+    under volatile-ttl."""
+    con.call("EXPIRE", key, 100000)
+    con.call("SELECT", 1)
+    for start in range(0, n, 500):
+        for i in range(start, min(n, start + 500)):
+            con.send("SET", "s%d" % i, b"v" * 5000, "EX", 1000000)
+        for i in range(start, min(n, start + 500)):
+            con.read()
+    con.call("SELECT", 0)
+
+
+# A 3 MiB SET with maxmemory set (just before it, "OVER") 1 MiB above used_memory: the server
+# goes ~2 MiB over; report: keys evicted (1 when only the filter went).
+EVICT_OPS = [("OVER", MIB), ("SET", "new", b"b" * (3 * MIB))]
+
+
+def sc_chain_evict(con, gib):
+    chain16(con, "big", gib)
+    strings_and_ttl(con, "big")
+    return EVICT_OPS
+
+
+def sc_evict(con, gib):
+    touched(con, "big", gib / 2)
+    strings_and_ttl(con, "big")
+    return EVICT_OPS
+
+
+def quarter_s(gib):
+    return max(0.25, min(1.5, gib))
+
+
+def window5(con, key, gib):
+    """A window filter with 5 generations of about gib × 29.75 MiB each, pages touched: one
+    quarter of quarter_s(gib) seconds per generation, filled in its own quarter."""
+    gen_bytes = gib * 29.75 * MIB
+    cap = capacity_for(con, gen_bytes, 0.001 / 6) * 4
+    q = quarter_s(gib)
+    con.call("BF.RESERVE", key, 0.001, cap, "WINDOW", int(4 * q * 1000))
+    items = max(1000, int(gen_bytes / 4096 * 20))
+    start = time.time()
+    for g in range(5):
+        fill(con, key, items, prefix="%s-%d-" % (key, g))
+        wait = start + (g + 1) * q - time.time()
+        if g < 4 and wait > 0:
+            time.sleep(wait)
+    return q
+
+
+def sc_window_unlink(con, gib):
+    window5(con, "w", gib)
+    return [("UNLINK", "w")]
+
+
+def sc_window_idle_add(con, gib):
+    q = window5(con, "w", gib)
+    # Idle for more than a window: the next add drops all five generations.
+    time.sleep(5 * q)
+    return [("BF.ADD", "w", "after-idle")]
+
+
+def sc_copy_sparse(con, gib):
+    cap = capacity_for(con, gib * GIB, 0.001)
+    con.call("BF.RESERVE", "src", 0.001, cap)
+    con.call("BF.MADD", "src", *["sparse%d" % i for i in range(100)])
+    return [("COPY", "src", "dst")]
+
+
+def sc_copy_dense(con, gib):
+    touched(con, "src", gib)
+    return [("COPY", "src", "dst")]
+
+
+def sc_bgsave_after_del(con, gib):
+    touched(con, "a", gib * 0.3125)
+    touched(con, "b", gib * 0.3125)
+    return [("DEL", "a", "b"), ("BGSAVE",)]
+
+
+def sc_bgsave_later(con, gib):
+    touched(con, "a", gib * 0.3125)
+    touched(con, "b", gib * 0.3125)
+    return [("DEL", "a", "b"), ("SLEEP", 3), ("BGSAVE",)]
+
+
+def report_fork(con):
+    return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
+
+
+def report_evicted(con):
+    return "evicted_keys=%s" % info_field(con, "stats", "evicted_keys")
+
+
 SCENARIOS = {
     "idle": ([], sc_idle, "(noise floor: a PING instead of an operation)"),
     "reserve": ([], sc_reserve, "BF.RESERVE of {g} GiB"),
@@ -214,12 +359,32 @@ SCENARIOS = {
     "unlink-lazy": ([("lazyfree-lazy-user-del", "yes")], sc_unlink,
                     "UNLINK, lazyfree-lazy-user-del yes, {g} GiB"),
     "flushall-async": ([], sc_flushall_async, "FLUSHALL ASYNC, three {h} GiB filters"),
+    "chain-del": ([], sc_chain_del, "DEL, chain of 16 touched layers ({c} MiB each)"),
+    "chain-many-del": ([], sc_chain_many_del, "DEL, chain of 4096 touched layers ({m} MiB each)"),
+    "chain-unlink": ([], sc_chain_unlink, "UNLINK, chain of 16 × {c} MiB"),
+    "chain-expire": ([], sc_chain_expire, "expiry, chain of 16 × {c} MiB"),
+    "chain-evict": ([("maxmemory-policy", "volatile-ttl")], sc_chain_evict,
+                    "eviction, chain of 16 × {c} MiB", report_evicted),
+    "chain-evict-lazy": ([("maxmemory-policy", "volatile-ttl"), ("lazyfree-lazy-eviction", "yes")],
+                         sc_chain_evict, "eviction (lazy), chain of 16 × {c} MiB", report_evicted),
+    "evict": ([("maxmemory-policy", "volatile-ttl")], sc_evict,
+              "eviction, a {h} GiB filter, 2000 strings", report_evicted),
+    "evict-lazy": ([("maxmemory-policy", "volatile-ttl"), ("lazyfree-lazy-eviction", "yes")],
+                   sc_evict, "eviction (lazy), {h} GiB, 2000 strings", report_evicted),
+    "window-unlink": ([], sc_window_unlink, "UNLINK, window of 5 × {c} MiB"),
+    "window-idle-add": ([], sc_window_idle_add, "BF.ADD dropping 5 × {c} MiB generations"),
+    "copy-sparse": ([], sc_copy_sparse, "COPY, {g} GiB holding 100 items"),
+    "copy-dense": ([], sc_copy_dense, "COPY, {g} GiB, pages touched"),
+    "bgsave-after-del": ([], sc_bgsave_after_del, "BGSAVE right after DEL of 2 × {f} MiB",
+                         report_fork),
+    "bgsave-later": ([], sc_bgsave_later, "BGSAVE 3 s after DEL of 2 × {f} MiB", report_fork),
 }
 
 
-def probe(server, ops, settle=0.5):
-    """Runs `ops` on one connection while another PINGs; returns (max gap s, op time s,
-    LATENCY LATEST max ms, RSS growth bytes)."""
+def probe(server, ops, report=None, settle=0.5):
+    """Runs `ops` on one connection while another PINGs (("SLEEP", s) pauses; ("OVER", n) sets
+    maxmemory n bytes above used_memory; neither counted in the op time); returns (max gap s, op time s, LATENCY LATEST max ms, RSS growth bytes,
+    events, and what `report(admin connection)` says after the settle time)."""
     admin = Conn(server.port)
     admin.call("CONFIG", "SET", "latency-monitor-threshold", "1")
     admin.call("LATENCY", "RESET")
@@ -244,9 +409,22 @@ def probe(server, ops, settle=0.5):
     time.sleep(0.3)
     rss0 = server.rss()
     op = Conn(server.port)
+    errors = []
     t0 = time.perf_counter()
     for cmd in ops:
-        op.call(*cmd)
+        if cmd[0] == "SLEEP":
+            time.sleep(cmd[1])
+            t0 += cmd[1]
+        elif cmd[0] == "OVER":
+            t_set = time.perf_counter()
+            op.call("CONFIG", "SET", "maxmemory",
+                    int(info_field(op, "memory", "used_memory")) + cmd[1])
+            t0 += time.perf_counter() - t_set
+        else:
+            try:
+                op.call(*cmd)
+            except RuntimeError as e:
+                errors.append("%s: %s" % (cmd[0], e))
     elapsed = time.perf_counter() - t0
     rss1 = server.rss()
     time.sleep(settle)
@@ -255,6 +433,10 @@ def probe(server, ops, settle=0.5):
     latest = admin.call("LATENCY", "LATEST") or []
     lat = max([int(e[2]) for e in latest], default=0)
     events = ",".join("%s=%d" % (e[0].decode(), int(e[2])) for e in latest)
+    if report:
+        events += (" " if events else "") + report(admin)
+    for e in errors:
+        events += " ERROR " + e
     op.close()
     admin.close()
     return gaps[0], elapsed, lat, rss1 - rss0, events
@@ -275,31 +457,38 @@ def main():
     results = {}
     for rnd in range(a.rounds):
         for name in names:
-            extra, setup, _ = SCENARIOS[name]
+            extra, setup = SCENARIOS[name][:2]
+            report = SCENARIOS[name][3] if len(SCENARIOS[name]) > 3 else None
             for label, path in modules:
                 s = Server(a.server, path, extra)
                 try:
                     con = Conn(s.port)
                     ops = setup(con, a.gib)
                     con.close()
-                    gap, elapsed, lat, drss, events = probe(s, ops)
+                    gap, elapsed, lat, drss, events = probe(s, ops, report)
                 finally:
                     s.stop()
-                results.setdefault((name, label), []).append((gap, elapsed, lat, drss))
-                print("round %d %-15s %-8s stall %8.1f ms  op %8.1f ms  LATENCY LATEST %5d ms"
+                m = re.search(r"(?:latest_fork_usec|evicted_keys)=(\d+)", events)
+                extra_v = float(m.group(1)) if m else 0.0
+                results.setdefault((name, label), []).append((gap, elapsed, lat, drss, extra_v))
+                print("round %d %-18s %-8s stall %8.1f ms  op %8.1f ms  LATENCY LATEST %5d ms"
                       "  RSS %+8.1f MiB  [%s]" % (rnd + 1, name, label, gap * 1e3, elapsed * 1e3,
                                                   lat, drss / (1 << 20), events), flush=True)
     print()
     print("medians over %d rounds, server %s, %g GiB" % (a.rounds, a.server, a.gib))
-    print("%-48s %-8s %12s %10s %10s %12s" % ("scenario", "module", "stall (ms)", "op (ms)",
-                                              "LATENCY", "RSS (MiB)"))
+    print("%-48s %-8s %12s %10s %10s %12s  %s" % ("scenario", "module", "stall (ms)", "op (ms)",
+                                                  "LATENCY", "RSS (MiB)", "report"))
     for name in names:
-        desc = SCENARIOS[name][2].format(g=a.gib, h=a.gib / 2)
+        desc = SCENARIOS[name][2].format(g=a.gib, h=a.gib / 2, c="%.1f" % (a.gib * 29.75), m="%g" % (a.gib / 2),
+                                         f="%.0f" % (a.gib * 0.3125 * 1024))
         for label, _ in modules:
             r = results[(name, label)]
             med = [statistics.median(x) for x in zip(*r)]
-            print("%-48s %-8s %12.1f %10.1f %10d %+12.1f" % (desc, label, med[0] * 1e3,
-                                                           med[1] * 1e3, med[2], med[3] / (1 << 20)))
+            rep = ""
+            if len(SCENARIOS[name]) > 3:
+                rep = "%s %d" % (SCENARIOS[name][3].__name__[len("report_"):], med[4])
+            print("%-48s %-8s %12.1f %10.1f %10d %+12.1f  %s" % (
+                desc, label, med[0] * 1e3, med[1] * 1e3, med[2], med[3] / (1 << 20), rep))
 
 
 if __name__ == "__main__":

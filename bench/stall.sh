@@ -5,7 +5,9 @@
 # Usage: bench/stall.sh [REF]      e.g. bench/stall.sh ef28687 (the last build that zeroed bit
 #                                  arrays by writing them)
 # Env:   GIB (filter size, default 2), ROUNDS (default 3), SCENARIOS (space-separated subset of
-#        idle reserve grow del del-lazy unlink unlink-lazy flushall-async), REDIS_SERVER.
+#        idle reserve grow del del-lazy unlink unlink-lazy flushall-async chain-del chain-many-del
+#        chain-unlink chain-expire chain-evict chain-evict-lazy evict evict-lazy window-unlink
+#        window-idle-add copy-sparse copy-dense bgsave-after-del bgsave-later), REDIS_SERVER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REF=${1:-}

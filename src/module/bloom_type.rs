@@ -4,8 +4,8 @@
 //! `docs/commands.md` ("Type and key commands")).
 //! Every callback catches panics: none may unwind into Redis.
 //!
-//! Freeing is safe off the main thread (Redis' lazyfree thread calls `free` when
-//! `free_effort` is above its threshold): it touches only the value, the atomic `INFO bf`
+//! Freeing is safe off the main thread (Redis' lazyfree thread calls `free` for
+//! `FLUSHALL ASYNC` / `FLUSHDB ASYNC`): it touches only the value, the atomic `INFO bf`
 //! counters and the module's own background freeing thread (`alloc::free_bit_array`).
 
 use crate::bloom::dump::{chunk_at, encode_header};
@@ -13,6 +13,7 @@ use crate::bloom::layer::Layer;
 use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
 use crate::module::alloc;
+use crate::module::pages;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -273,24 +274,33 @@ unsafe extern "C" fn free(value: *mut c_void) {
         // Redis frees it exactly once.
         let chain = unsafe { Box::from_raw(value.cast::<Chain>()) };
         stats::filter_freed(&chain);
-        let _ = catch_unwind(AssertUnwindSafe(|| free_arrays(*chain)));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            free_arrays(*chain, &mut alloc::FreeBudget::new())
+        }));
     }
 }
 
-/// Frees a chain's bit arrays, the big ones on the module's background thread
-/// ([`alloc::free_bit_array`]); also used for window filters' generations.
-pub(crate) fn free_arrays(chain: Chain) {
+/// Frees a chain's bit arrays within `budget` ([`alloc::free_bit_array`]: big ones have their
+/// pages moved out and given back to the kernel by the module's background thread); also used
+/// for window filters' generations.
+pub(crate) fn free_arrays(chain: Chain, budget: &mut alloc::FreeBudget) {
     for layer in chain.layers.into_vec() {
-        alloc::free_bit_array(layer.data.into_vec());
+        alloc::free_bit_array(layer.data.into_vec(), budget);
     }
 }
 
-/// Work to free a filter, in Redis' units (allocations; Redis frees a value in its lazyfree
-/// thread when this exceeds 64, and defragments it at once only when it is at most
-/// `active-defrag-max-scan-fields`): the chain, its layer table and one per layer, plus one
-/// per MiB of bit array, so that filters of more than ~60 MiB are freed in the background by
-/// `UNLINK`, `FLUSHALL ASYNC` and the `lazyfree-*` settings. Never 0 (Redis reads 0 as
-/// "unknown, very large").
+/// The `free_effort` at or below which Redis frees a value at once rather than on its lazyfree
+/// thread (`LAZYFREE_THRESHOLD` in Redis' lazyfree.c).
+pub(crate) const LAZYFREE_THRESHOLD: usize = 64;
+
+/// Work to free a filter, in Redis' units (allocations): the chain, its layer table and one
+/// per layer, capped at [`LAZYFREE_THRESHOLD`]. Freeing any filter costs the calling thread a
+/// bounded amount ([`alloc::FreeBudget`]: big arrays' pages are moved out, not torn down), so
+/// Redis always frees filters synchronously — `DEL`, `UNLINK`, expiry, eviction (with or
+/// without `lazyfree-lazy-eviction`) — and `used_memory` drops inside the delete, as for a
+/// string of that size; that is what eviction measures. It also keeps every filter within
+/// `active-defrag-max-scan-fields`, so active defrag handles it in one call. Never 0 (Redis
+/// reads 0 as "unknown, very large").
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: as in rdb_save.
     let chain = unsafe { &*value.cast::<Chain>() };
@@ -298,9 +308,8 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
 }
 
 /// See [`free_effort`].
-fn free_effort_of(chain: &Chain) -> usize {
-    let mib = (chain.bit_array_bytes() >> 20).min(usize::MAX as u64 / 2) as usize;
-    2 + chain.layers.len() + mib
+pub(crate) fn free_effort_of(chain: &Chain) -> usize {
+    (2 + chain.layers.len()).min(LAZYFREE_THRESHOLD)
 }
 
 /// Bit arrays above this size are not offered to active defrag: jemalloc moves only its small
@@ -379,19 +388,18 @@ unsafe extern "C" fn copy(
     }
 }
 
-/// A deep copy whose bit arrays are allocated fallibly.
+/// A deep copy whose bit arrays are allocated fallibly. Each new array is a fresh zeroed
+/// allocation (calloc: untouched pages) into which only the pages the source ever wrote and
+/// that hold a set bit are copied ([`pages::copy_written`]), so copying a 2 GiB filter that
+/// holds a few items touches a few pages, not 2 GiB, and the copy's resident memory is what
+/// the source's written pages are.
 pub(crate) fn try_clone(chain: &Chain) -> Option<Chain> {
     let mut layers = Vec::new();
     layers.try_reserve_exact(chain.layers.len()).ok()?;
     for l in &chain.layers {
-        let mut data = Vec::new();
-        data.try_reserve_exact(l.data.len()).ok()?;
-        data.extend_from_slice(&l.data);
-        layers.push(crate::bloom::layer::Layer::from_parts(
-            l.params(),
-            l.size,
-            data,
-        ));
+        let mut data = crate::bloom::layer::try_zeroed(l.data.len() as u64).ok()?;
+        pages::copy_written(&l.data, &mut data);
+        layers.push(Layer::from_parts(l.params(), l.size, data));
     }
     Some(Chain {
         size: chain.size,

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod load_guard;
 pub mod memory;
+pub mod pages;
 pub mod reply;
 pub mod stats;
 pub mod window_type;

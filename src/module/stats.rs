@@ -166,9 +166,10 @@ pub fn filter_changed(before: Footprint, chain: &Chain) {
 /// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
 /// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`
 /// (bit-array bytes of the filters that exist), `bf_defrag_hits` / `bf_defrag_misses`
-/// (allocations active defrag moved / left in place), `bf_free_pending_bytes` (bit-array
-/// bytes of deleted filters the background thread has not freed yet; `used_memory` still
-/// counts them) and `bf_heap_allocations` (allocations the module has made through Redis'
+/// (allocations active defrag moved / left in place), `bf_free_pending_bytes` (bytes of freed
+/// filters' bit arrays the module's freeing thread has yet to give back to the kernel; no
+/// longer in `used_memory` unless handed over whole: `alloc::FREE_PENDING_BYTES`)
+/// and `bf_heap_allocations` (allocations the module has made through Redis'
 /// allocator since it loaded; this callback makes none).
 ///
 /// # Safety

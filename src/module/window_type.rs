@@ -63,7 +63,7 @@ pub static WINDOW_TYPE: RedisType = RedisType::new(
         aux_load: None,
         aux_save: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(free_effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -657,12 +657,14 @@ fn add(
     Reply::Array(replies)
 }
 
-/// Frees generations that aged out, their big bit arrays on the module's background thread
-/// (as for a deleted filter), so that the main thread never spends time returning big arrays
-/// to the allocator.
+/// Frees generations that aged out (or all of a deleted window filter's) as a deleted filter's
+/// are freed, within one budget for all of them (`alloc::free_bit_array`: big arrays' pages go
+/// to the module's background thread), so the main thread spends a bounded time whatever
+/// their shape.
 fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
+    let mut budget = crate::module::alloc::FreeBudget::new();
     for (_, chain) in dropped {
-        crate::module::bloom_type::free_arrays(chain);
+        crate::module::bloom_type::free_arrays(chain, &mut budget);
     }
 }
 
@@ -943,6 +945,17 @@ unsafe extern "C" fn free(value: *mut c_void) {
         count(&w, -1);
         let _ = catch_unwind(AssertUnwindSafe(|| free_elsewhere(w.gens)));
     }
+}
+
+/// Work to free a window filter in Redis' units: as for a plain filter
+/// (`bloom_type::free_effort_of`), summed over its generations, capped at Redis' lazyfree
+/// threshold, so Redis frees it synchronously (bounded, see `free_elsewhere`).
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    use crate::module::bloom_type::{free_effort_of, LAZYFREE_THRESHOLD};
+    // SAFETY: as in rdb_save.
+    let w = unsafe { &*value.cast::<Window>() };
+    let effort = w.gens.iter().map(|(_, c)| free_effort_of(c)).sum::<usize>();
+    effort.clamp(1, LAZYFREE_THRESHOLD)
 }
 
 unsafe extern "C" fn copy(

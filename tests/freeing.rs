@@ -1,0 +1,390 @@
+//! Freeing, eviction and COPY of big filters: an eviction counts what the filter frees (so
+//! Redis evicts the filter alone, not unrelated keys after it), `used_memory` drops inside the
+//! delete while the module's background thread gives the pages back (`bf_free_pending_bytes`
+//! goes to 0) — a window filter's dropped generations too — and `COPY` of a sparse filter copies
+//! only its written pages.
+//!
+//! Memory figures and key counts only: stall times are measured by `bench/stall.py`.
+
+mod common;
+
+use common::{cmd, config_set, info_num, proc_vm_bytes, Server};
+use redis::{Connection, Value};
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+
+fn rss(con: &mut Connection) -> u64 {
+    let pid = info_num(con, "server", "process_id");
+    proc_vm_bytes(pid, "VmRSS")
+}
+
+fn select(con: &mut Connection, db: u32) {
+    let _: () = redis::cmd("SELECT").arg(db).query(con).unwrap();
+}
+
+/// Capacity of a `BF.RESERVE key 0.001 capacity` of about `bytes` bytes.
+fn capacity_for(con: &mut Connection, bytes: u64) -> u64 {
+    let _: () = cmd("BF.RESERVE probe 0.001 1000000").query(con).unwrap();
+    let v: Vec<Value> = cmd("BF.INFO probe SIZE").query(con).unwrap();
+    let Value::Int(size) = v[0] else {
+        panic!("BF.INFO SIZE: {v:?}")
+    };
+    let _: i64 = cmd("DEL probe").query(con).unwrap();
+    1_000_000 * bytes / size as u64
+}
+
+fn madd(con: &mut Connection, key: &str, items: &[String]) {
+    for batch in items.chunks(10_000) {
+        let _: Vec<i64> = redis::cmd("BF.MADD")
+            .arg(key)
+            .arg(batch)
+            .query(con)
+            .unwrap();
+    }
+}
+
+fn mexists(con: &mut Connection, key: &str, items: &[String]) -> Vec<bool> {
+    let mut out = Vec::new();
+    for batch in items.chunks(10_000) {
+        let v: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg(key)
+            .arg(batch)
+            .query(con)
+            .unwrap();
+        out.extend(v.into_iter().map(|x| x == 1));
+    }
+    out
+}
+
+/// Waits until the module's background thread has given back every freed page.
+fn wait_pending_zero(con: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pending = info_num(con, "bf", "bf_free_pending_bytes");
+        if pending == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{pending} bytes still pending");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Creates a big filter (a 256 MiB layer, a chain of 16 × 4 MiB layers, or a window
+/// filter with one generation of 64 MiB) for the table-driven tests; returns its bit-array bytes.
+fn create_shape(con: &mut Connection, shape: &str, key: &str) -> u64 {
+    match shape {
+        "one layer" => {
+            let cap = capacity_for(con, 256 * MIB);
+            let _: () = cmd("BF.RESERVE")
+                .arg(key)
+                .arg(0.001)
+                .arg(cap)
+                .query(con)
+                .unwrap();
+        }
+        "16 layers" => {
+            // A header announcing 16 copies of one 4 MiB layer (BF.LOADCHUNK accepts equal
+            // layers), then a chunk of set bits into every layer.
+            let cap = capacity_for(con, 4 * MIB);
+            let _: () = cmd("BF.RESERVE tmpl 0.001").arg(cap).query(con).unwrap();
+            let v: Vec<Value> = cmd("BF.SCANDUMP tmpl 0").query(con).unwrap();
+            let Value::BulkString(h) = &v[1] else {
+                panic!("{v:?}")
+            };
+            let _: i64 = cmd("DEL tmpl").query(con).unwrap();
+            let layer = &h[20..73];
+            let bytes = u64::from_le_bytes(layer[..8].try_into().unwrap());
+            let mut header = Vec::new();
+            header.extend_from_slice(&0u64.to_le_bytes());
+            header.extend_from_slice(&16u32.to_le_bytes());
+            header.extend_from_slice(&h[12..20]);
+            for _ in 0..16 {
+                header.extend_from_slice(layer);
+            }
+            let _: () = cmd("BF.LOADCHUNK")
+                .arg(key)
+                .arg(1)
+                .arg(header)
+                .query(con)
+                .unwrap();
+            let chunk = vec![0x11u8; MIB as usize];
+            for j in 0..16 {
+                let _: () = cmd("BF.LOADCHUNK")
+                    .arg(key)
+                    .arg(1 + j * bytes + MIB)
+                    .arg(chunk.as_slice())
+                    .query(con)
+                    .unwrap();
+            }
+        }
+        "window" => {
+            // Capacity per generation (a quarter of the window's) of about 64 MiB.
+            let cap = capacity_for(con, 64 * MIB) * 4;
+            let _: () = cmd("BF.RESERVE")
+                .arg(key)
+                .arg(0.001)
+                .arg(cap)
+                .arg("WINDOW")
+                .arg(3_600_000)
+                .query(con)
+                .unwrap();
+            // The first add creates the current generation's array.
+            let _: i64 = cmd("BF.ADD").arg(key).arg("first").query(con).unwrap();
+        }
+        other => panic!("unknown shape {other}"),
+    }
+    let v: Vec<Value> = cmd("BF.INFO").arg(key).arg("SIZE").query(con).unwrap();
+    match v[0] {
+        Value::Int(n) => n as u64,
+        _ => panic!("BF.INFO SIZE: {v:?}"),
+    }
+}
+
+#[test]
+fn eviction_counts_what_a_filter_frees() {
+    // (policy, the filter's TTL, the strings' TTL): the filter is the best candidate of every
+    // policy (shortest TTL, longest idle, least used) and alone in db 1, which every pass of
+    // the eviction pool samples; the strings are in db 0.
+    let cases = [
+        "volatile-ttl",
+        "volatile-lru",
+        "volatile-lfu",
+        "allkeys-lru",
+        "allkeys-lfu",
+    ];
+    const STRINGS: usize = 2000;
+    for policy in cases {
+        for lazy in ["no", "yes"] {
+            let s = Server::start_with(
+                &[],
+                &[
+                    ("maxmemory-policy", policy),
+                    ("lazyfree-lazy-eviction", lazy),
+                    ("lfu-log-factor", "0"),
+                ],
+            );
+            let mut con = s.conn();
+            select(&mut con, 1);
+            let size = create_shape(&mut con, "one layer", "filter");
+            let _: i64 = cmd("EXPIRE filter 1000").query(&mut con).unwrap();
+            if policy.ends_with("lru") {
+                // Redis' LRU clock has a resolution of one second.
+                std::thread::sleep(Duration::from_millis(2500));
+            }
+            select(&mut con, 0);
+            let value = vec![b'v'; 5000];
+            let mut pipe = redis::pipe();
+            for i in 0..STRINGS {
+                pipe.cmd("SET")
+                    .arg(format!("s{i}"))
+                    .arg(value.as_slice())
+                    .arg("EX")
+                    .arg(100_000)
+                    .ignore();
+                for _ in 0..3 {
+                    pipe.cmd("GET").arg(format!("s{i}")).ignore();
+                }
+            }
+            let _: () = pipe.query(&mut con).unwrap();
+            let used = info_num(&mut con, "memory", "used_memory");
+            config_set(&mut con, "maxmemory", &(used + MIB).to_string());
+            // 3 MiB: the server goes ~2 MiB over maxmemory; evicting the filter frees far more.
+            let big = vec![b'b'; 3 * MIB as usize];
+            let r: redis::RedisResult<()> = cmd("SET big").arg(big).query(&mut con);
+            let evicted = info_num(&mut con, "stats", "evicted_keys");
+            let strings: u64 = cmd("DBSIZE").query(&mut con).unwrap();
+            select(&mut con, 1);
+            let filter: i64 = cmd("EXISTS filter").query(&mut con).unwrap();
+            println!(
+                "{policy}, lazyfree-lazy-eviction {lazy}: {size} B filter, SET {r:?}, \
+                 {evicted} keys evicted, {strings} keys in db 0"
+            );
+            assert!(r.is_ok(), "{policy}/{lazy}: SET refused: {r:?}");
+            assert_eq!(filter, 0, "{policy}/{lazy}: the filter was evicted");
+            assert_eq!(evicted, 1, "{policy}/{lazy}: keys evicted");
+            assert_eq!(
+                strings,
+                STRINGS as u64 + 1,
+                "{policy}/{lazy}: keys left in db 0"
+            );
+        }
+    }
+}
+
+#[test]
+fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
+    // Every way a filter goes, for each shape; the delete runs in a MULTI with an INFO right
+    // after it, so `used_memory` is read before anything else could run.
+    let deletes: [(&str, &[&str]); 5] = [
+        ("DEL", &["DEL", "k"]),
+        ("UNLINK", &["UNLINK", "k"]),
+        ("overwrite", &["SET", "k", "v"]),
+        // SYNC: Valkey 8+ flushes asynchronously by default (lazyfree-lazy-user-flush yes).
+        ("FLUSHALL SYNC", &["FLUSHALL", "SYNC"]),
+        ("FLUSHALL ASYNC", &["FLUSHALL", "ASYNC"]),
+    ];
+    let s = Server::start_with(&[], &[("lazyfree-lazy-server-del", "yes")]);
+    let mut con = s.conn();
+    for shape in ["one layer", "16 layers", "window"] {
+        for (name, delete) in deletes {
+            if name == "FLUSHALL ASYNC" {
+                // Redis frees the whole keyspace on its lazyfree thread: used_memory drops when
+                // that thread is done, checked below with the pending bytes.
+                continue;
+            }
+            let size = create_shape(&mut con, shape, "k");
+            if shape == "one layer" {
+                // Touch pages so there is something for the background thread to give back.
+                let items: Vec<String> = (0..100_000).map(|i| format!("i{i}")).collect();
+                madd(&mut con, "k", &items);
+            }
+            let rss0 = rss(&mut con);
+            let used0 = info_num(&mut con, "memory", "used_memory");
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd(delete[0]).arg(&delete[1..]).ignore();
+            pipe.cmd("INFO").arg("memory");
+            let (info,): (String,) = pipe.query(&mut con).unwrap();
+            let used1: u64 = info
+                .lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            wait_pending_zero(&mut con);
+            let rss1 = rss(&mut con);
+            println!(
+                "{shape}, {name}: {size} B; used_memory {used0} → {used1}; RSS {rss0} → {rss1}"
+            );
+            assert!(
+                used0.saturating_sub(used1) >= size * 99 / 100,
+                "{shape}, {name}: used_memory {used0} → {used1} inside the delete of {size} B"
+            );
+            assert_eq!(info_num(&mut con, "bf", "bf_bytes"), 0);
+            let _: () = cmd("FLUSHALL SYNC").query(&mut con).unwrap();
+        }
+    }
+    // FLUSHALL ASYNC and a window filter's dropped generations: what is pending goes to 0.
+    create_shape(&mut con, "one layer", "k");
+    let _: () = cmd("FLUSHALL ASYNC").query(&mut con).unwrap();
+    wait_pending_zero(&mut con);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_num(&mut con, "memory", "lazyfree_pending_objects") > 0 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_pending_zero(&mut con);
+    assert_eq!(info_num(&mut con, "bf", "bf_bytes"), 0);
+}
+
+#[test]
+fn copy_of_a_sparse_filter_copies_only_written_pages() {
+    let s = Server::start_with(&[], &[("enable-debug-command", "yes")]);
+    let mut con = s.conn();
+    for shape in ["one layer", "window"] {
+        let size = create_shape(&mut con, shape, "src");
+        // A few items scattered over the whole array.
+        let items: Vec<String> = (0..200).map(|i| format!("{shape}-item-{i}")).collect();
+        let rss0 = rss(&mut con);
+        madd(&mut con, "src", &items);
+        let rss1 = rss(&mut con);
+        let copied: i64 = cmd("COPY src dst").query(&mut con).unwrap();
+        let rss2 = rss(&mut con);
+        assert_eq!(copied, 1);
+        let (added, copy) = (rss1.saturating_sub(rss0), rss2.saturating_sub(rss1));
+        println!(
+            "{shape}: {size} B filter; RSS +{added} B for 200 items, then +{copy} B for the COPY"
+        );
+        // The copy's resident memory is about what the items touched in the source (each set
+        // bit's page, plus the pages a jemalloc block's offset splits), not the filter's size.
+        assert!(
+            copy <= 2 * added + 4 * MIB && copy < size / 4,
+            "{shape}: COPY grew RSS by {copy} B for a {size} B filter whose items took {added} B"
+        );
+        assert_eq!(mexists(&mut con, "dst", &items), vec![true; items.len()]);
+        let others: Vec<String> = (0..20_000).map(|i| format!("absent-{i}")).collect();
+        assert_eq!(
+            mexists(&mut con, "dst", &others),
+            mexists(&mut con, "src", &others),
+            "{shape}: the copy answers as the source"
+        );
+        let d = |con: &mut Connection, k: &str| -> Value {
+            cmd("DEBUG DIGEST-VALUE").arg(k).query(con).unwrap()
+        };
+        assert_eq!(d(&mut con, "src"), d(&mut con, "dst"), "{shape}: digests");
+        // The copy is independent: adding to it leaves the source alone.
+        let _: i64 = cmd("BF.ADD dst only-in-the-copy").query(&mut con).unwrap();
+        let in_src: i64 = cmd("BF.EXISTS src only-in-the-copy")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(in_src, 0);
+        let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
+        wait_pending_zero(&mut con);
+    }
+}
+
+#[test]
+fn a_window_filters_dropped_generations_leave_used_memory_in_the_write() {
+    // Five generations of ~72 MiB (a 2 s window: quarters of 500 ms), then the window passes
+    // with no write: the next BF.ADD drops all five, and used_memory has dropped by their size
+    // when the INFO queued right behind it in the same transaction runs.
+    let s = Server::start();
+    let mut con = s.conn();
+    let cap = capacity_for(&mut con, 64 * MIB) * 4;
+    let _: () = cmd("BF.RESERVE w 0.001")
+        .arg(cap)
+        .arg("WINDOW")
+        .arg(2000)
+        .query(&mut con)
+        .unwrap();
+    let start = Instant::now();
+    for g in 0..5u32 {
+        let _: i64 = cmd("BF.ADD w")
+            .arg(format!("g{g}"))
+            .query(&mut con)
+            .unwrap();
+        let next = Duration::from_millis(500) * (g + 1);
+        std::thread::sleep(next.saturating_sub(start.elapsed()));
+    }
+    let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
+    let Value::Int(size) = v[0] else {
+        panic!("{v:?}")
+    };
+    let layers = info_num(&mut con, "bf", "bf_layers");
+    std::thread::sleep(Duration::from_millis(2600));
+    let used0 = info_num(&mut con, "memory", "used_memory");
+    let (info,): (String,) = redis::pipe()
+        .atomic()
+        .cmd("BF.ADD")
+        .arg("w")
+        .arg("after")
+        .ignore()
+        .cmd("INFO")
+        .arg("memory")
+        .query(&mut con)
+        .unwrap();
+    let used1: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
+    let Value::Int(size1) = v[0] else {
+        panic!("{v:?}")
+    };
+    println!(
+        "{layers} layers of {size} B dropped: used_memory {used0} → {used1}, size {size1} after"
+    );
+    assert!(layers >= 2, "{layers} generations before the idle time");
+    // The new generation's array is allocated in the same write; it is one of the old size.
+    let dropped = size as u64 - size1 as u64;
+    assert!(dropped as i64 > 0);
+    assert!(
+        used0.saturating_sub(used1) + MIB >= dropped,
+        "used_memory {used0} → {used1} in the write that dropped {dropped} B"
+    );
+    wait_pending_zero(&mut con);
+}
