@@ -237,6 +237,28 @@ const WINDOW_CASES: &[WindowCase] = &[
             restore_of(made_and_deleted(p, &reserve, "DUMP src"))
         },
     },
+    WindowCase {
+        name: "COPY",
+        command: "COPY",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
+                .query(p)
+                .unwrap();
+            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            common::cmd("COPY src w")
+        },
+    },
+    WindowCase {
+        name: "COPY of a plain filter",
+        command: "COPY",
+        setup: |p| {
+            let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
+                .query(p)
+                .unwrap();
+            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            common::cmd("COPY src w")
+        },
+    },
 ];
 
 #[test]

@@ -18,7 +18,7 @@ use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
-use redis_module::{raw, Context, ContextFlags};
+use redis_module::raw;
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -167,37 +167,20 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
 }
 
 /// For a value of `type_name` that could not be loaded (its bit arrays could not be
-/// allocated — Redis allocates big RDB strings fallibly — or its bytes were refused): when
-/// the value had to be applied, logs a warning and aborts the server, as
-/// [`abort_diverging`](crate::module::memory::abort_diverging) does for commands. A value has
-/// to be applied while the server loads (an RDB or AOF at start-up, a replica's full
-/// synchronisation) and on a read-only replica, where only its primary can send a `RESTORE`
-/// (`MIGRATE`'s too), one the primary accepted: answering an error there would leave the
-/// replica "in sync" without the key. Anywhere else (a client's `RESTORE` on a primary)
-/// returns, and Redis answers `ERR Bad data format`.
+/// allocated — Redis allocates big RDB strings fallibly — or its bytes were refused): aborts
+/// the server when the value had to be applied (see
+/// [`abort_if_value_must_apply`](crate::module::memory::abort_if_value_must_apply)); returns
+/// otherwise (a client's `RESTORE` on a primary), and Redis answers `ERR Bad data format`.
 pub(crate) fn abort_if_load_must_apply(rdb: *mut raw::RedisModuleIO, type_name: &str) {
     // SAFETY: `rdb` is the live I/O handle of the rdb_load call in progress; the context Redis
-    // returns for it lives as long as the handle, and GetContextFlags only reads server state.
-    let (io_ctx, flags) = unsafe {
-        let (Some(from_io), Some(get_flags)) = (
-            raw::RedisModule_GetContextFromIO,
-            raw::RedisModule_GetContextFlags,
-        ) else {
-            return;
-        };
-        let io_ctx = from_io(rdb);
-        (io_ctx, ContextFlags::from_bits_truncate(get_flags(io_ctx)))
-    };
-    let read_only_replica = flags.contains(ContextFlags::SLAVE | ContextFlags::READONLY);
-    if !(flags.contains(ContextFlags::LOADING) || read_only_replica) {
-        return;
+    // returns for it lives as long as the handle.
+    let io_ctx = unsafe { raw::RedisModule_GetContextFromIO.map(|from_io| from_io(rdb)) };
+    if let Some(ctx) = io_ctx.filter(|c| !c.is_null()) {
+        crate::module::memory::abort_if_value_must_apply(
+            ctx,
+            &format!("load a {type_name} value from a replicated RESTORE or while loading"),
+        );
     }
-    Context::new(io_ctx).log_warning(&format!(
-        "bf: out of memory (or refused bytes): cannot load a {type_name} value from a \
-         replicated RESTORE or while loading; aborting the server rather than diverging from \
-         the primary (give this server as much memory as its primary)"
-    ));
-    std::process::abort();
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -383,8 +366,12 @@ unsafe extern "C" fn copy(
             stats::filter_created(&c);
             Box::into_raw(Box::new(c)).cast()
         }
-        // Null makes COPY fail with an error instead of aborting on allocation failure.
-        _ => std::ptr::null_mut(),
+        // Null makes a client's COPY fail with an error instead of aborting on allocation
+        // failure; a replica's or a replay's aborts rather than diverge.
+        _ => {
+            crate::module::memory::abort_copy_if_must_apply("MBbloom--");
+            std::ptr::null_mut()
+        }
     }
 }
 

@@ -25,6 +25,7 @@
 use super::config;
 use redis_module::{raw, Context, ContextFlags};
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// Arrays strictly smaller than this many bytes are admitted without reading the memory
 /// numbers (see the module doc): 64 KiB, small against any usable `maxmemory` and against a
@@ -173,6 +174,62 @@ pub fn abort_diverging(ctx: &Context, command: &str, key: &[u8], bytes: u64) {
         String::from_utf8_lossy(key)
     ));
     std::process::abort();
+}
+
+/// The module's detached context ([`set_detached_context`]), for callbacks Redis gives none
+/// (`copy`): it reads the server's global flags.
+static DETACHED: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Keeps a detached context of the module for [`abort_copy_if_must_apply`]; called once by
+/// the module's `init`.
+pub fn set_detached_context(ctx: &Context) {
+    // SAFETY: the load context is live during OnLoad; a detached context lives as long as the
+    // module and is only read from the main thread (callbacks run there).
+    let detached =
+        unsafe { raw::RedisModule_GetDetachedThreadSafeContext.map(|get| get(ctx.get_raw())) };
+    if let Some(d) = detached {
+        DETACHED.store(d, Ordering::Relaxed);
+    }
+}
+
+/// For a value that could not be built (`action` says which, for the log line: a load, or a
+/// `COPY` of a `type_name` value): when it had to be applied, logs a warning and aborts the
+/// server, as [`abort_diverging`] does for commands. A value has to be applied while the
+/// server loads (an RDB or AOF at start-up, including a `COPY` replayed from the AOF; a
+/// replica's full synchronisation) and on a read-only replica, where only its primary can send
+/// a `RESTORE` (`MIGRATE`'s too) or a `COPY`, one the primary carried out: answering an error
+/// there would leave the replica "in sync" without the key. A writable replica
+/// (`replica-read-only no`) cannot tell its primary's `RESTORE` from a client's and answers the
+/// error. Returns in every other case.
+pub fn abort_if_value_must_apply(ctx: *mut raw::RedisModuleCtx, action: &str) {
+    // SAFETY: `ctx` is a live context (the I/O handle's, or the detached one); GetContextFlags
+    // only reads server state.
+    let flags = unsafe {
+        match raw::RedisModule_GetContextFlags {
+            Some(get_flags) => ContextFlags::from_bits_truncate(get_flags(ctx)),
+            None => return,
+        }
+    };
+    let read_only_replica = flags.contains(ContextFlags::SLAVE | ContextFlags::READONLY);
+    if !(flags.contains(ContextFlags::LOADING) || read_only_replica) {
+        return;
+    }
+    Context::new(ctx).log_warning(&format!(
+        "bf: out of memory (or refused bytes): cannot {action}; aborting the server rather \
+         than diverging from the primary (give this server as much memory as its primary)"
+    ));
+    std::process::abort();
+}
+
+/// [`abort_if_value_must_apply`] for a `COPY` of a `type_name` value that could not be made.
+pub fn abort_copy_if_must_apply(type_name: &str) {
+    let ctx = DETACHED.load(Ordering::Relaxed);
+    if !ctx.is_null() {
+        abort_if_value_must_apply(
+            ctx,
+            &format!("COPY a {type_name} value from a replicated or loaded COPY"),
+        );
+    }
 }
 
 /// Unsigned fields of the `memory` INFO section (0 when absent), read without creating any

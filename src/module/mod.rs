@@ -176,6 +176,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    memory::set_detached_context(ctx);
     if let Err(msg) = window_type::register_clock(ctx) {
         ctx.log_warning(&format!(
             "redis-bf: cannot follow the event loop for window filters' clock: {msg}"

@@ -971,8 +971,12 @@ unsafe extern "C" fn copy(
             count(&c, 1);
             Box::into_raw(Box::new(c)).cast()
         }
-        // Null makes COPY fail with an error instead of aborting on allocation failure.
-        _ => std::ptr::null_mut(),
+        // Null makes a client's COPY fail with an error instead of aborting on allocation
+        // failure; a replica's or a replay's aborts rather than diverge.
+        _ => {
+            crate::module::memory::abort_copy_if_must_apply("bf-window");
+            std::ptr::null_mut()
+        }
     }
 }
 
