@@ -14,6 +14,15 @@ use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 
+/// `used_memory` from the text of an `INFO memory` reply (taken in the same pipeline as the
+/// delete it follows).
+fn used_memory_in(info: &str) -> u64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no used_memory in {info}"))
+}
+
 fn rss(con: &mut Connection) -> u64 {
     let pid = info_num(con, "server", "process_id");
     proc_vm_bytes(pid, "VmRSS")
@@ -245,13 +254,7 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
             pipe.atomic().cmd(delete[0]).arg(&delete[1..]).ignore();
             pipe.cmd("INFO").arg("memory");
             let (info,): (String,) = pipe.query(&mut con).unwrap();
-            let used1: u64 = info
-                .lines()
-                .find_map(|l| l.strip_prefix("used_memory:"))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
+            let used1 = used_memory_in(&info);
             wait_pending_zero(&mut con);
             let rss1 = rss(&mut con);
             println!(
@@ -364,13 +367,7 @@ fn a_window_filters_dropped_generations_leave_used_memory_in_the_write() {
         .arg("memory")
         .query(&mut con)
         .unwrap();
-    let used1: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let used1 = used_memory_in(&info);
     let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
     let Value::Int(size1) = v[0] else {
         panic!("{v:?}")

@@ -166,13 +166,18 @@ fn fill_generation(p: &mut Connection) {
     assert_eq!((card, &layers[..]), (25, &[Value::Int(1)][..]));
 }
 
-/// `take`'s reply on a filter `src` (`BF.RESERVE src <reserve>` holding one item), which is
-/// then deleted: what a replica gets only later, as a header or a payload.
-fn made_and_deleted<T: redis::FromRedisValue>(p: &mut Connection, reserve: &str, take: &str) -> T {
+/// `BF.RESERVE src <reserve>`, then `BF.ADD src x` (so a window filter has a generation).
+fn filled_src(p: &mut Connection, reserve: &str) {
     let _: String = common::cmd(format!("BF.RESERVE src {reserve}"))
         .query(p)
         .unwrap();
     let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+}
+
+/// `take`'s reply on a filter `src` (`BF.RESERVE src <reserve>` holding one item), which is
+/// then deleted: what a replica gets only later, as a header or a payload.
+fn made_and_deleted<T: redis::FromRedisValue>(p: &mut Connection, reserve: &str, take: &str) -> T {
+    filled_src(p, reserve);
     let taken: T = common::cmd(take).query(p).unwrap();
     let _: i64 = common::cmd("DEL src").query(p).unwrap();
     taken
@@ -241,10 +246,7 @@ const WINDOW_CASES: &[WindowCase] = &[
         name: "COPY",
         command: "COPY",
         setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE src {BIG_WINDOW}"))
-                .query(p)
-                .unwrap();
-            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            filled_src(p, BIG_WINDOW);
             common::cmd("COPY src w")
         },
     },
@@ -252,10 +254,7 @@ const WINDOW_CASES: &[WindowCase] = &[
         name: "COPY of a plain filter",
         command: "COPY",
         setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
-                .query(p)
-                .unwrap();
-            let _: i64 = common::cmd("BF.ADD src x").query(p).unwrap();
+            filled_src(p, &format!("0.005 {BIG_CAPACITY} NONSCALING"));
             common::cmd("COPY src w")
         },
     },
