@@ -513,8 +513,26 @@ export class BloomFilter {
    * @returns {[number, number]} the [start, end) byte offsets written
    */
   applyChunk(iter, data) {
-    iter = toIterator(iter, 'chunk');
     data = toBytes(data, 'chunk');
+    const [start, end, j, off] = this.placeChunk(iter, data);
+    const l = this.layers[j];
+    if (data.length > 0) {
+      if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
+      l.data.set(data, off);
+    }
+    return [start, end];
+  }
+
+  /**
+   * Where a chunk goes, with every check of {@link BloomFilter#applyChunk} and without writing
+   * or allocating anything.
+   * @param {number|bigint|string} iter
+   * @param {Uint8Array} data
+   * @returns {[number, number, number, number]} [start, end) byte offsets, layer index, offset in it
+   * @private
+   */
+  placeChunk(iter, data) {
+    iter = toIterator(iter, 'chunk');
     const len = data.length;
     if (iter <= 0 || iter < len) {
       const why = iter <= 0 ? 'not positive' : "smaller than the chunk's length";
@@ -539,11 +557,7 @@ export class BloomFilter {
           throw new ScandumpError('TOO_BIG',
             `invalid chunk at iterator ${iter}: ${len} bytes from offset ${start - 1} run past the end of layer ${j} (${l.bytes - off} bytes left)`);
         }
-        if (len > 0) {
-          if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
-          l.data.set(data, off);
-        }
-        return [start - 1, start - 1 + len];
+        return [start - 1, start - 1 + len, j, off];
       }
       base += l.bytes;
     }
@@ -583,7 +597,10 @@ export class BloomFilter {
         continue;
       }
       if (iter === 0 && data.length === 0) continue; // end-of-walk marker
-      written.push(filter.applyChunk(iter, data));
+      // Checked and placed first; written only once the walk is known to be whole, so an
+      // incomplete or refused walk allocates no layer.
+      const [start, end] = filter.placeChunk(iter, data);
+      written.push([start, end, iter, data, written.length]);
     }
     if (filter === null) throw new ScandumpError('INCOMPLETE', 'no header: the SCANDUMP walk is empty');
     // Every byte must have been written.
@@ -597,6 +614,9 @@ export class BloomFilter {
     if (covered < total) {
       throw new ScandumpError('INCOMPLETE', `incomplete SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
     }
+    // In walk order, as the server applies them (a later chunk overwrites an earlier one).
+    written.sort((x, y) => x[4] - y[4]);
+    for (const [, , iter, data] of written) filter.applyChunk(iter, data);
     return filter;
   }
 
