@@ -177,7 +177,7 @@ pub(crate) fn abort_if_load_must_apply(rdb: *mut raw::RedisModuleIO, type_name: 
     let io_ctx = unsafe { raw::RedisModule_GetContextFromIO.map(|from_io| from_io(rdb)) };
     if let Some(ctx) = io_ctx.filter(|c| !c.is_null()) {
         crate::module::memory::abort_if_value_must_apply(
-            ctx,
+            &redis_module::Context::new(ctx),
             &format!("load a {type_name} value from a replicated RESTORE or while loading"),
         );
     }

@@ -201,20 +201,13 @@ pub fn set_detached_context(ctx: &Context) {
 /// there would leave the replica "in sync" without the key. A writable replica
 /// (`replica-read-only no`) cannot tell its primary's `RESTORE` from a client's and answers the
 /// error. Returns in every other case.
-pub fn abort_if_value_must_apply(ctx: *mut raw::RedisModuleCtx, action: &str) {
-    // SAFETY: `ctx` is a live context (the I/O handle's, or the detached one); GetContextFlags
-    // only reads server state.
-    let flags = unsafe {
-        match raw::RedisModule_GetContextFlags {
-            Some(get_flags) => ContextFlags::from_bits_truncate(get_flags(ctx)),
-            None => return,
-        }
-    };
+pub fn abort_if_value_must_apply(ctx: &Context, action: &str) {
+    let flags = ctx.get_flags();
     let read_only_replica = flags.contains(ContextFlags::SLAVE | ContextFlags::READONLY);
     if !(flags.contains(ContextFlags::LOADING) || read_only_replica) {
         return;
     }
-    Context::new(ctx).log_warning(&format!(
+    ctx.log_warning(&format!(
         "bf: out of memory (or refused bytes): cannot {action}; aborting the server rather \
          than diverging from the primary (give this server as much memory as its primary)"
     ));
@@ -226,7 +219,7 @@ pub fn abort_copy_if_must_apply(type_name: &str) {
     let ctx = DETACHED.load(Ordering::Relaxed);
     if !ctx.is_null() {
         abort_if_value_must_apply(
-            ctx,
+            &Context::new(ctx),
             &format!("COPY a {type_name} value from a replicated or loaded COPY"),
         );
     }
