@@ -103,7 +103,7 @@ static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 /// `REDIS_BF_CLOCK_OFFSET_MS`, frozen inside a Lua script, a function or `MULTI`/`EXEC`, as
 /// Redis freezes its own clock there for key expiry (so `BF.ADD w x` then `BF.EXISTS w x` in
 /// one script answers 1 however long the script runs). The module freezes it itself
-/// ([`FROZEN_MS`], reset by [`register_clock`]'s event-loop hook): the server's cached time
+/// (`FROZEN_MS`, reset by [`register_clock`]'s event-loop hook): the server's cached time
 /// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2) moves inside a long script on Redis 7.4.
 pub fn now_ms(ctx: &Context) -> u64 {
     let base = if ctx
