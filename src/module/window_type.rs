@@ -17,14 +17,16 @@
 //! otherwise move a filter into the future. RDB values and SCANDUMP headers carry the
 //! generation too.
 //!
-//! Reads (BF.EXISTS, BF.MEXISTS, BF.CARD, BF.INFO items) never change the filter: they ask the
-//! generations live at the later of the filter's generation and the local clock's, so items
-//! that aged out while no write came (or while the server was down) are forgotten at once;
-//! their memory is freed by the next write.
+//! Reads (BF.EXISTS, BF.MEXISTS, BF.CARD, BF.INFO items) never change the filter. On a primary
+//! they ask the generations live at the later of the filter's generation and the local
+//! clock's, so items that aged out while no write came (or while the server was down) are
+//! forgotten at once, their memory freed by the next write; on a replica, those live at the
+//! filter's own generation, the one its primary last wrote (`read_generation`).
 //!
-//! The clock is the system clock in milliseconds since the Unix epoch, plus the signed offset
-//! in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use (for testing
-//! servers whose clocks disagree; unset in production).
+//! The clock ([`now_ms`]) is the system clock in milliseconds since the Unix epoch, plus the
+//! signed offset in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use
+//! (for testing servers whose clocks disagree; unset in production), frozen inside a script or
+//! a transaction.
 
 use crate::bloom::dump::ChunkError;
 use crate::bloom::rdb::DecodeError;
@@ -106,10 +108,12 @@ static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 /// (`FROZEN_MS`, reset by [`register_clock`]'s event-loop hook): the server's cached time
 /// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2) moves inside a long script on Redis 7.4.
 pub fn now_ms(ctx: &Context) -> u64 {
-    let base = if ctx
-        .get_flags()
-        .intersects(ContextFlags::LUA | ContextFlags::MULTI)
-    {
+    now_with(ctx.get_flags())
+}
+
+/// [`now_ms`] for a command whose context flags are `flags` (read once by the caller).
+fn now_with(flags: ContextFlags) -> u64 {
+    let base = if flags.intersects(ContextFlags::LUA | ContextFlags::MULTI) {
         match FROZEN_MS.load(Ordering::Relaxed) {
             0 => {
                 let now = system_ms();
@@ -154,12 +158,6 @@ unsafe extern "C" fn forget_frozen_time(
     FROZEN_MS.store(0, Ordering::Relaxed);
 }
 
-/// True on a replica: its reads use the generation its primary last wrote (see
-/// [`read_generation`]).
-fn on_replica(ctx: &Context) -> bool {
-    ctx.get_flags().contains(ContextFlags::SLAVE)
-}
-
 /// The generation a read asks the filter at: on a primary, the later of the filter's own and
 /// the clock's ([`now_ms`]), so items that aged out while no write came are forgotten at once;
 /// on a replica, the filter's own generation, the one its primary's writes carried. A replica
@@ -167,10 +165,11 @@ fn on_replica(ctx: &Context) -> bool {
 /// earlier than its primary, whatever the replica's clock says (a clock ahead of the
 /// primary's would otherwise make it answer false negatives).
 fn read_generation(ctx: &Context, w: &Window) -> u64 {
-    if on_replica(ctx) {
+    let flags = ctx.get_flags();
+    if flags.contains(ContextFlags::SLAVE) {
         w.generation
     } else {
-        w.generation_at(now_ms(ctx))
+        w.generation_at(now_with(flags))
     }
 }
 
