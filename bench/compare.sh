@@ -12,7 +12,10 @@
 # Env:   ROUNDS=n (5)  SCALE=x (1: requests per run ×x)  LARGE_ITEMS=n (1e8)
 #        PROFILE=dir   also `perf record -g` each server during one extra run of every row and
 #                      write dir/<row>.<side>.txt (perf report, top symbols by self time)
-#        BEFORE_SO=path AFTER_SO=path  use these builds instead of building
+#        BEFORE_SO=path AFTER_SO=path  use these builds instead of building (any module with the
+#                      BF.* commands: bench/vs_redisbloom.sh passes RedisBloom as "before")
+#        BEFORE_NAME=text AFTER_NAME=text  what the header calls the two sides
+#        SERVER=path   the redis-server binary for both sides (default: redis-server on PATH)
 #        ONLY=id,id…   run only these rows (ids: the first field of ROWS below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,7 @@ REF=${1:-58457b4}
 ROUNDS=${ROUNDS:-5}
 SCALE=${SCALE:-1}
 LARGE_ITEMS=${LARGE_ITEMS:-100000000}
+SERVER=${SERVER:-redis-server}
 WORK=$(mktemp -d /tmp/redis-bf-compare.XXXXXX)
 declare -A PORT DIR
 SIDES=(before after)
@@ -57,7 +61,7 @@ for side in "${SIDES[@]}"; do
   PORT[$side]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   DIR[$side]=$WORK/$side
   mkdir -p "${DIR[$side]}"
-  redis-server --port "${PORT[$side]}" --bind 127.0.0.1 --dir "${DIR[$side]}" --save "" \
+  "$SERVER" --port "${PORT[$side]}" --bind 127.0.0.1 --dir "${DIR[$side]}" --save "" \
     --appendonly no --loadmodule "$WORK/$side.so" --daemonize yes \
     --logfile "${DIR[$side]}/server.log" --pidfile "${DIR[$side]}/redis.pid"
 done
@@ -74,6 +78,8 @@ ROWS=(
   "add10m|BF.ADD, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.ADD f10m __rand_int__"
   "exists10m|BF.EXISTS, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.EXISTS f10m __rand_int__"
   "missing|BF.EXISTS on a missing key, pipeline 32|1|1000000|-P 32 BF.EXISTS nokey __rand_int__"
+  "set|SET of one existing key, pipeline 32 (reference)|1|1000000|-P 32 SET str1 __rand_int__"
+  "get|GET of one existing key, pipeline 32 (reference)|1|1000000|-P 32 GET str1"
   "madd|BF.MADD x1000 into the 1e8 layer|1000|3000|BF.MADD large $A1000"
   "insert|BF.INSERT x1000 into the 1e8 layer|1000|3000|BF.INSERT large ITEMS $A1000"
   "mexists|BF.MEXISTS x1000 on the full 1e8 layer|1000|3000|BF.MEXISTS large $A1000"
@@ -81,8 +87,13 @@ ROWS=(
   "mexists_grown|BF.MEXISTS x1000 on the 2-layer filter|1000|3000|BF.MEXISTS grown $A1000"
   "mexists_small|BF.MEXISTS x1000 on a 1e6 filter (1.3 MiB)|1000|6000|BF.MEXISTS small $A1000"
   "mexists_small100|BF.MEXISTS x100 on a 1e6 filter|100|40000|BF.MEXISTS small $A100"
+  "madd_small|BF.MADD x1000 of new items, 1e6 filter|1000|600|BF.MADD smalladd $A1000"
+  "insert_small|BF.INSERT x1000 of new items, 1e6 filter|1000|600|BF.INSERT smallins ITEMS $A1000"
   "smis1000|SMISMEMBER x1000, one-member set (ceiling)|1000|10000|SMISMEMBER set1 $A1000"
   "smis100|SMISMEMBER x100, one-member set (ceiling)|100|60000|SMISMEMBER set1 $A100"
+  "newkey|BF.ADD on new keys, pipeline 32|1|200000|-P 32 BF.ADD nk:__rand_int__ __rand_int__"
+  "reserve|BF.RESERVE of new keys, pipeline 32|1|200000|-P 32 BF.RESERVE nr:__rand_int__ 0.01 100"
+  "setnew|SET of new keys, pipeline 32 (reference)|1|200000|-P 32 SET ns:__rand_int__ x"
 )
 
 cpu_ns() { cut -d' ' -f1 "/proc/$(cat "${DIR[$1]}/redis.pid")/schedstat"; }
@@ -96,8 +107,8 @@ run() { # side requests args… → "ops/s commands-per-CPU-second" (CPU time of
 }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(redis-server --version | cut -d' ' -f3); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "before = $REF, after = $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes'); $ROUNDS rounds, alternating; medians"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $("$SERVER" --version | cut -d' ' -f3); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "before = ${BEFORE_NAME:-$REF}, after = ${AFTER_NAME:-$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes')}; $ROUNDS rounds, alternating; medians"
 echo "wall: items/s as redis-benchmark sees them; cpu: items per second of the server's CPU time"
 printf '%-46s %12s %12s %7s %-11s| %12s %12s %7s %s\n' "items/s (median of $ROUNDS)" "wall before" after ratio "(by round)" \
   "cpu before" after ratio "(by round)"
@@ -153,6 +164,15 @@ echo
       -v c1="${MED[smis100.$side.$col]}" 'BEGIN {
       printf "%-11s of SMISMEMBER: MEXISTS x1000 1e8 layer %.2f, 2 layers %.2f, small %.2f; x100 small %.2f\n",
         s, l / c, g / c, m / c, m1 / c1 }'
+  done
+done
+[ -n "${ONLY:-}" ] || for side in "${SIDES[@]}"; do
+  for col in 1 2; do
+    awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v a="${MED[add10m.$side.$col]}" \
+      -v e="${MED[exists10m.$side.$col]}" -v st="${MED[set.$side.$col]}" -v g="${MED[get.$side.$col]}" \
+      -v n="${MED[newkey.$side.$col]}" -v r="${MED[reserve.$side.$col]}" -v sn="${MED[setnew.$side.$col]}" 'BEGIN {
+      printf "%-11s of SET/GET: BF.ADD P32 %.2f of SET, BF.EXISTS P32 %.2f of GET; new keys: BF.ADD %.2f, BF.RESERVE %.2f of SET\n",
+        s, a / st, e / g, n / sn, r / sn }'
   done
 done
 
