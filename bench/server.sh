@@ -26,23 +26,9 @@ else
   MODULE=$PWD/target/release/libredis_bf.so
 fi
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DIR=$(mktemp -d /tmp/redis-bf-bench.XXXXXX)
-redis-server --port "$PORT" --bind 127.0.0.1 --dir "$DIR" --save "" --appendonly no \
-  --enable-debug-command yes --aof-use-rdb-preamble no --loadmodule "$MODULE" \
-  --daemonize yes --logfile "$DIR/server.log" --pidfile "$DIR/redis.pid"
-stop() {
-  local pid
-  pid=$(cat "$DIR/redis.pid" 2>/dev/null || true)
-  redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
-  # Wait for the server to exit before removing its directory (it reopens its log per line).
-  for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  rm -rf "$DIR"
-}
-trap stop EXIT
-trap 'exit 1' INT TERM
-for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-cli() { redis-cli -p "$PORT" "$@"; }
+# shellcheck source=bench/common.sh
+. bench/common.sh
+start_server redis-server "$MODULE" --enable-debug-command yes --aof-use-rdb-preamble no
 
 # ops/s of one redis-benchmark command line (median of RUNS; min and max kept for the report).
 rps() {
