@@ -1,10 +1,10 @@
 //! How big a filter is, and what happens past its capacity, computed with the crate's pure
 //! core (`redis_bf::bloom`, the sizing code the module runs; no server needed, nothing is
-//! allocated). The README's "Sizing a filter" tables are this program's output, and
+//! allocated). The tables of docs/sizing.md ("Sizing a filter") are this program's output, and
 //! `tests/sizing_table.rs` checks that they still are.
 //!
 //! ```sh
-//! cargo run --release --example sizing                      # the README tables
+//! cargo run --release --example sizing                      # the tables of docs/sizing.md
 //! cargo run --release --example sizing -- 5000000 0.001 4   # one plan: capacity, error, expansion
 //! cargo run --release --example sizing -- 864000000 0.001 2 WINDOW 86400000   # a window filter
 //! ```
@@ -104,7 +104,7 @@ fn expected_card_shortfall(capacity: u64, error: f64, expansion: Option<u32>, it
     missed
 }
 
-/// The README tables.
+/// The tables of docs/sizing.md.
 pub fn report() -> String {
     let mut s = String::new();
     let w = &mut s;

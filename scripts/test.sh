@@ -76,7 +76,7 @@ step package scripts/package.sh
 step fuzz scripts/fuzz.sh 15
 # Smoke runs of the benchmarks: they prove the bench code still runs from this tree (each
 # criterion bench once, the server scripts at a tiny size). These are NOT figures and no timing
-# is asserted; real runs: README "Benchmarks", figures in BENCHMARKS.md.
+# is asserted; real runs: docs/testing.md "Benchmarks", figures in BENCHMARKS.md.
 echo "test.sh: benchmark smoke runs (not measurements)"
 step "criterion smoke" cargo bench --bench core -- --test
 step "server bench smoke" env REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh

@@ -1,5 +1,5 @@
-//! The README's sizing tables are `examples/sizing.rs`' output, and that program's layer plan
-//! is what the core really builds.
+//! The sizing tables of `docs/sizing.md` are `examples/sizing.rs`' output, and that program's
+//! layer plan is what the core really builds.
 
 #[path = "../examples/sizing.rs"]
 mod sizing;
@@ -10,15 +10,21 @@ const BEGIN: &str = "<!-- sizing tables: output of `cargo run --release --exampl
 const END: &str = "<!-- end of sizing tables -->";
 
 #[test]
-fn readme_tables_are_the_programs_output() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find(BEGIN).expect("README sizing block start") + BEGIN.len();
-    let end = start + readme[start..].find(END).expect("README sizing block end");
+fn sizing_guide_tables_are_the_programs_output() {
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sizing.md")).unwrap();
+    let start = guide
+        .find(BEGIN)
+        .expect("docs/sizing.md: sizing block start")
+        + BEGIN.len();
+    let end = start
+        + guide[start..]
+            .find(END)
+            .expect("docs/sizing.md: sizing block end");
     let want = sizing::report();
     assert!(
-        readme[start..end] == want,
-        "README sizing tables differ from `cargo run --release --example sizing`; paste:\n{want}"
+        guide[start..end] == want,
+        "docs/sizing.md's tables differ from `cargo run --release --example sizing`; paste:\n{want}"
     );
 }
 

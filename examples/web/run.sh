@@ -2,7 +2,7 @@
 # Browser test of the sign-up example: installs the locked npm packages (redis, puppeteer-core;
 # no browser is downloaded) on first use, builds the module if it is missing, and runs test.mjs
 # with Debian's Chromium (apt-get install chromium; scripts/install-deps.sh does it).
-#   SCREENSHOT=docs/signup-page.png examples/web/run.sh   also refreshes the README screenshot
+#   SCREENSHOT=docs/signup-page.png examples/web/run.sh   also refreshes the screenshot in docs/checking-locally.md
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ -n "${BF_MODULE:-}" ]; then

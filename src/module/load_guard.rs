@@ -7,7 +7,7 @@
 //! failed". So the cdylib is linked with `-Wl,--wrap=Export_RedisModule_Init` (see
 //! `build.rs`): the redis-module crate's call to its `Export_RedisModule_Init` lands in
 //! [`__wrap_Export_RedisModule_Init`], which does what `RedisModule_Init` does and, when the
-//! name is taken, says so in the server log. The README's "Redis 8" section tells the user
+//! name is taken, says so in the server log. docs/redis8-valkey.md ("Redis 8") tells the user
 //! what to do about it.
 
 use redis_module::raw;
