@@ -121,15 +121,7 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
         let hashes = f.u32()?;
         let entries = f.u64()?;
         let n2 = f.u8()?;
-        let params = LayerParams {
-            entries,
-            error,
-            bpe,
-            hashes,
-            bits,
-            bytes,
-            n2,
-        };
+        let params = LayerParams::from_fields(entries, error, bpe, hashes, bits, bytes, n2);
         if !params.is_consistent() {
             return Err(ChunkError::BadData);
         }
@@ -161,8 +153,9 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
     })
 }
 
-/// Locates byte `offset` of the concatenated bit arrays: (layer index, offset inside it).
-fn locate(chain: &Chain, offset: u64) -> Option<(usize, usize)> {
+/// Locates byte `offset` of a chain's concatenated bit arrays: (layer index, offset inside
+/// it). Window filters address each generation's chain with it too.
+pub(crate) fn locate(chain: &Chain, offset: u64) -> Option<(usize, usize)> {
     let mut start = 0u64;
     for (i, l) in chain.layers.iter().enumerate() {
         let len = l.data.len() as u64;
