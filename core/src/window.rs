@@ -734,12 +734,7 @@ pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkEr
     let gi = by_tag(w, gen_tag).ok_or(ChunkError::Changed)?;
     let chain = &mut w.gens[gi].1;
     let (li, off) = dump::locate(chain, start - 1).ok_or(ChunkError::Changed)?;
-    let layer = &mut chain.layers[li].data;
-    if data.len() > layer.len() - off {
-        return Err(ChunkError::TooBig);
-    }
-    layer[off..off + data.len()].copy_from_slice(data);
-    Ok(())
+    dump::copy_into(&mut chain.layers[li].data, off, data)
 }
 
 /// [`apply_chunk`] for a filter created from a [`HEADER_VERSION_OFFSETS`] header: `iter` is
@@ -750,15 +745,7 @@ pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkEr
 /// [`ChunkError::NoLink`] for a start outside every array; [`ChunkError::TooBig`] for a chunk
 /// running past its array's end.
 fn apply_offset_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
-    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
-    if iter <= 0 || iter < len {
-        return Err(ChunkError::BadData);
-    }
-    let start = iter - len;
-    if start < 1 {
-        return Err(ChunkError::NoLink);
-    }
-    let mut offset = (start - 1) as u64;
+    let mut offset = dump::chunk_offset(iter, data.len())?;
     let layer = w
         .gens
         .iter_mut()
@@ -773,12 +760,7 @@ fn apply_offset_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), Chun
             }
         })
         .ok_or(ChunkError::NoLink)?;
-    let (off, data_len) = (offset as usize, data.len());
-    if data_len > layer.data.len() - off {
-        return Err(ChunkError::TooBig);
-    }
-    layer.data[off..off + data_len].copy_from_slice(data);
-    Ok(())
+    dump::copy_into(&mut layer.data, offset as usize, data)
 }
 
 /// Writes the RDB value (encoding version [`ENCODING_VERSION`]): U window, U capacity,
