@@ -1,9 +1,12 @@
 //! Criterion benchmarks of the pure core. Run: `cargo bench --bench core`.
 //! Large cases (1e8-item layer, 100 MiB encodings) allocate about 120 MiB each.
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use redis_bf::bloom::chain::AddOutcome;
-use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, encode_header};
+use redis_bf::bloom::dump::{apply_chunk, decode_header, encode_header, walk};
 use redis_bf::bloom::hash::HashPair;
 use redis_bf::bloom::rdb::{load, save, Values};
 use redis_bf::bloom::Chain;
@@ -84,6 +87,19 @@ fn layer_ops(c: &mut Criterion) {
     g.finish();
 }
 
+/// Benchmarks `routine` on a fresh batch of items from `fresh` every iteration (made outside
+/// the timing).
+fn on_fresh_items(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    fresh: &mut impl FnMut() -> Vec<Vec<u8>>,
+    mut routine: impl FnMut(&mut Vec<Vec<u8>>) -> usize,
+) {
+    g.bench_function(name, |b| {
+        b.iter_batched_ref(&mut *fresh, &mut routine, BatchSize::SmallInput)
+    });
+}
+
 /// The batch benchmark: 1000 items per call on a 1e8-item filter (132 MiB, far beyond the
 /// caches), the batch path (hash the batch, then `contains_many` / `add_many` with prefetching)
 /// against a straightforward loop (`contains` / `add` per item) over the same items.
@@ -100,52 +116,30 @@ fn batch_1000(c: &mut Criterion) {
             .map(|_| format!("user:{:016x}", rng.next()).into_bytes())
             .collect()
     };
-    g.bench_function("mexists_item_by_item", |b| {
-        b.iter_batched_ref(
-            &mut fresh_items,
-            |items: &mut Vec<Vec<u8>>| items.iter().filter(|i| chain.contains(i)).count(),
-            BatchSize::SmallInput,
-        )
+    on_fresh_items(&mut g, "mexists_item_by_item", &mut fresh_items, |items| {
+        items.iter().filter(|i| chain.contains(i)).count()
     });
-    g.bench_function("mexists_batched", |b| {
-        b.iter_batched_ref(
-            &mut fresh_items,
-            |items: &mut Vec<Vec<u8>>| {
-                let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
-                let mut n = 0;
-                chain.contains_many(&hashes, |_, p| n += usize::from(p));
-                n
-            },
-            BatchSize::SmallInput,
-        )
+    on_fresh_items(&mut g, "mexists_batched", &mut fresh_items, |items| {
+        let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
+        let mut n = 0;
+        chain.contains_many(&hashes, |_, p| n += usize::from(p));
+        n
     });
-    g.bench_function("madd_item_by_item", |b| {
-        b.iter_batched_ref(
-            &mut fresh_items,
-            |items: &mut Vec<Vec<u8>>| {
-                items
-                    .iter()
-                    .filter(|i| chain.add(i, u64::MAX) == Ok(AddOutcome::Added))
-                    .count()
-            },
-            BatchSize::SmallInput,
-        )
+    on_fresh_items(&mut g, "madd_item_by_item", &mut fresh_items, |items| {
+        items
+            .iter()
+            .filter(|i| chain.add(i, u64::MAX) == Ok(AddOutcome::Added))
+            .count()
     });
-    g.bench_function("madd_batched", |b| {
-        b.iter_batched_ref(
-            &mut fresh_items,
-            |items: &mut Vec<Vec<u8>>| {
-                let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
-                let mut n = 0;
-                chain.add_many(
-                    &hashes,
-                    |_| u64::MAX,
-                    |_, r| n += usize::from(r == Ok(AddOutcome::Added)),
-                );
-                n
-            },
-            BatchSize::SmallInput,
-        )
+    on_fresh_items(&mut g, "madd_batched", &mut fresh_items, |items| {
+        let hashes: Vec<HashPair> = items.iter().map(|i| chain.hash(i)).collect();
+        let mut n = 0;
+        chain.add_many(
+            &hashes,
+            |_| u64::MAX,
+            |_, r| n += usize::from(r == Ok(AddOutcome::Added)),
+        );
+        n
     });
     g.finish();
 }
@@ -186,30 +180,13 @@ fn encodings(c: &mut Criterion) {
         b.iter(|| decode_header(&header, u64::MAX).unwrap())
     });
     g.bench_function("scandump_walk", |b| {
-        b.iter(|| {
-            let mut it = 1;
-            let mut total = 0;
-            loop {
-                let (next, data) = chunk_at(&chain, it);
-                if next == 0 {
-                    break total;
-                }
-                total += data.len();
-                it = next;
-            }
-        })
+        b.iter(|| walk(&chain).map(|(_, data)| data.len()).sum::<usize>())
     });
     let mut target = decode_header(&header, u64::MAX).unwrap();
     g.bench_function("loadchunk_walk", |b| {
         b.iter(|| {
-            let mut it = 1;
-            loop {
-                let (next, data) = chunk_at(&chain, it);
-                if next == 0 {
-                    break;
-                }
+            for (next, data) in walk(&chain) {
                 apply_chunk(&mut target, next, data).unwrap();
-                it = next;
             }
         })
     });

@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{memory_usage, redis_url, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 
@@ -113,13 +113,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err("every popular page must be cached exactly once".into());
     }
     Ok(())
-}
-
-fn memory_usage(con: &mut redis::Connection, key: &str) -> redis::RedisResult<u64> {
-    redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .arg("SAMPLES")
-        .arg(0)
-        .query(con)
 }

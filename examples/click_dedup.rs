@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{memory_usage, redis_url, Rng};
 use redis_bf::bloom::window::memory_comparison;
 use std::collections::{HashMap, HashSet};
 use std::error::Error;
@@ -262,13 +262,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err("event accounting does not add up".into());
     }
     Ok(())
-}
-
-fn memory_usage(con: &mut redis::Connection, key: &str) -> redis::RedisResult<u64> {
-    redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .arg("SAMPLES")
-        .arg(0)
-        .query(con)
 }

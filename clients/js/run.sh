@@ -5,12 +5,7 @@
 #   BF_MODULE=/path/to/libredis_bf.so clients/js/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -n "${BF_MODULE:-}" ]; then
-  BF_MODULE="$(realpath "$BF_MODULE")"
-  export BF_MODULE
-fi
-if [ -z "${BF_MODULE:-}" ] && [ ! -f "$here/../../target/release/libredis_bf.so" ]; then
-  (cd "$here/../.." && cargo build --release)
-fi
+. "$here/../common.sh"
+bf_module_ready
 cd "$here"
 exec node --test --test-concurrency=1 test/golden.test.mjs test/hostile.test.mjs test/live.test.mjs

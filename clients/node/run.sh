@@ -5,15 +5,9 @@
 #   BF_MODULE=/path/to/libredis_bf.so clients/node/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -n "${BF_MODULE:-}" ]; then
-  BF_MODULE="$(realpath "$BF_MODULE")"
-  export BF_MODULE
-fi
+. "$here/../common.sh"
+bf_module_ready
 cd "$here"
-
-if [ -z "${BF_MODULE:-}" ] && [ ! -f ../../target/release/libredis_bf.so ]; then
-  (cd ../.. && cargo build --release)
-fi
 
 if [ ! -d node_modules/redis ]; then
   npm ci --no-audit --no-fund --loglevel=error

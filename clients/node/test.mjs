@@ -11,11 +11,11 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, RESP_TYPES, ErrorReply } from 'redis';
+import { freePort } from '../js/test/redis.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MODULE = resolve(process.env.BF_MODULE ?? join(HERE, '..', '..', 'target', 'release', 'libredis_bf.so'));
@@ -45,17 +45,6 @@ function expectedSize(capacity, error, expansion, nonscaling, layers) {
 
 // ---------------------------------------------------------------------------------------------
 // Server
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
 async function startServer() {
   if (!existsSync(MODULE)) {
     console.error(`module not found: ${MODULE} (run cargo build --release or set BF_MODULE)`);

@@ -7,20 +7,10 @@
 #   clients/python/check_run.sh --bench    the checks/s benchmark instead
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -n "${BF_MODULE:-}" ]; then
-  BF_MODULE="$(realpath "$BF_MODULE")"
-  export BF_MODULE
-fi
-if [ -z "${BF_MODULE:-}" ] && [ ! -f "$here/../../target/release/libredis_bf.so" ]; then
-  (cd "$here/../.." && cargo build --release)
-fi
+. "$here/../common.sh"
+bf_module_ready
+bf_python_venv
 cd "$here"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-if ! .venv/bin/python -c 'import redis' 2>/dev/null; then
-  .venv/bin/pip install --quiet --disable-pip-version-check redis
-fi
 if [ "${1:-}" = "--bench" ]; then
   exec .venv/bin/python bench_check.py
 fi

@@ -5,21 +5,9 @@
 #   BF_MODULE=/path/to/libredis_bf.so clients/python/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -n "${BF_MODULE:-}" ]; then
-  BF_MODULE="$(realpath "$BF_MODULE")"
-  export BF_MODULE
-fi
+. "$here/../common.sh"
+bf_module_ready
 cd "$here"
-
-if [ -z "${BF_MODULE:-}" ] && [ ! -f ../../target/release/libredis_bf.so ]; then
-  (cd ../.. && cargo build --release)
-fi
-
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-if ! .venv/bin/python -c 'import redis' 2>/dev/null; then
-  .venv/bin/pip install --quiet --disable-pip-version-check redis
-fi
+bf_python_venv
 
 exec .venv/bin/python test_redis_py.py "$@"

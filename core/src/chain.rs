@@ -681,34 +681,16 @@ mod tests {
 
     #[test]
     fn memory_formula() {
-        assert_eq!(
-            Chain::new(100, 0.01, 2, false, u64::MAX)
-                .unwrap()
-                .mem_usage(),
-            240
-        );
-        assert_eq!(
-            Chain::new(100, 0.001, 2, false, u64::MAX)
-                .unwrap()
-                .mem_usage(),
-            296
-        );
-        assert_eq!(
-            Chain::new(3, 0.01, 2, true, u64::MAX).unwrap().mem_usage(),
-            104
-        );
-        assert_eq!(
-            Chain::new(1000, 0.05, 2, false, u64::MAX)
-                .unwrap()
-                .mem_usage(),
-            1056
-        );
-        assert_eq!(
-            Chain::new(1_000_000, 0.01, 2, false, u64::MAX)
-                .unwrap()
-                .mem_usage(),
-            1_378_568
-        );
+        for (capacity, error, nonscaling, bytes) in [
+            (100, 0.01, false, 240),
+            (100, 0.001, false, 296),
+            (3, 0.01, true, 104),
+            (1000, 0.05, false, 1056),
+            (1_000_000, 0.01, false, 1_378_568),
+        ] {
+            let c = Chain::new(capacity, error, 2, nonscaling, u64::MAX).unwrap();
+            assert_eq!(c.mem_usage(), bytes, "{capacity} items at {error}");
+        }
     }
 
     #[test]

@@ -121,15 +121,7 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
         let hashes = f.u32()?;
         let entries = f.u64()?;
         let n2 = f.u8()?;
-        let params = LayerParams {
-            entries,
-            error,
-            bpe,
-            hashes,
-            bits,
-            bytes,
-            n2,
-        };
+        let params = LayerParams::from_fields(entries, error, bpe, hashes, bits, bytes, n2);
         if !params.is_consistent() {
             return Err(ChunkError::BadData);
         }
@@ -161,8 +153,9 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Chain, ChunkError> {
     })
 }
 
-/// Locates byte `offset` of the concatenated bit arrays: (layer index, offset inside it).
-fn locate(chain: &Chain, offset: u64) -> Option<(usize, usize)> {
+/// Locates byte `offset` of a chain's concatenated bit arrays: (layer index, offset inside
+/// it). Window filters address each generation's chain with it too.
+pub(crate) fn locate(chain: &Chain, offset: u64) -> Option<(usize, usize)> {
     let mut start = 0u64;
     for (i, l) in chain.layers.iter().enumerate() {
         let len = l.data.len() as u64;
@@ -192,6 +185,17 @@ pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
     }
 }
 
+/// The whole SCANDUMP walk of `chain`: every `(iterator, chunk)` pair [`chunk_at`] returns from
+/// iterator 1 on, up to the closing `(0, [])`; each pair is what [`apply_chunk`] takes.
+pub fn walk(chain: &Chain) -> impl Iterator<Item = (i64, &[u8])> {
+    let mut iter = 1;
+    std::iter::from_fn(move || {
+        let (next, chunk) = chunk_at(chain, iter);
+        iter = next;
+        (next != 0).then_some((next, chunk))
+    })
+}
+
 /// Applies a LOADCHUNK data chunk to an existing chain (`docs/format.md` ("LOADCHUNK")): `iter` is the iterator SCANDUMP
 /// returned *with* the chunk, so the chunk starts at byte `iter − len − 1`. Counters are not
 /// touched.
@@ -199,7 +203,18 @@ pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
 /// Errors: [`ChunkError::BadData`] when `iter` ≤ 0 or `iter` < len; [`ChunkError::NoLink`] when
 /// the start is outside every layer; [`ChunkError::TooBig`] when the chunk runs past its layer.
 pub fn apply_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
-    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
+    let offset = chunk_offset(iter, data.len())?;
+    let (i, off) = locate(chain, offset).ok_or(ChunkError::NoLink)?;
+    copy_into(&mut chain.layers[i].data, off, data)
+}
+
+/// The byte offset (0-based, in the concatenated bit arrays) where a LOADCHUNK chunk of `len`
+/// bytes sent with iterator `iter` starts: `iter − len − 1`.
+///
+/// Errors: [`ChunkError::BadData`] when `iter` ≤ 0 or `iter` < len; [`ChunkError::NoLink`] when
+/// the chunk would start before the first byte.
+pub(crate) fn chunk_offset(iter: i64, len: usize) -> Result<u64, ChunkError> {
+    let len = i64::try_from(len).map_err(|_| ChunkError::BadData)?;
     if iter <= 0 || iter < len {
         return Err(ChunkError::BadData);
     }
@@ -207,12 +222,17 @@ pub fn apply_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), Chun
     if start < 1 {
         return Err(ChunkError::NoLink);
     }
-    let (i, off) = locate(chain, (start - 1) as u64).ok_or(ChunkError::NoLink)?;
-    let layer = &mut chain.layers[i].data;
-    if data.len() > layer.len() - off {
+    Ok((start - 1) as u64)
+}
+
+/// Copies a chunk into a bit array at byte `off` (< its length).
+///
+/// Errors: [`ChunkError::TooBig`], nothing copied, when the chunk runs past the array's end.
+pub(crate) fn copy_into(array: &mut [u8], off: usize, data: &[u8]) -> Result<(), ChunkError> {
+    if data.len() > array.len() - off {
         return Err(ChunkError::TooBig);
     }
-    layer[off..off + data.len()].copy_from_slice(data);
+    array[off..off + data.len()].copy_from_slice(data);
     Ok(())
 }
 
@@ -266,14 +286,8 @@ mod tests {
         }
         let h = encode_header(&c);
         let mut restored = decode_header(&h, u64::MAX).unwrap();
-        let mut it = 1;
-        loop {
-            let (next, chunk) = chunk_at(&c, it);
-            if next == 0 {
-                break;
-            }
+        for (next, chunk) in walk(&c) {
             apply_chunk(&mut restored, next, chunk).unwrap();
-            it = next;
         }
         assert_eq!(restored, c);
         // Wrong length, zero layers, bad option bit, sizes that do not add up, budget.

@@ -152,22 +152,14 @@ mod tests {
 
     #[test]
     fn murmur64a_check_values() {
-        assert_eq!(
-            pair_hex(b"hello"),
-            ("5ba5b8a59803e699".into(), "a7d451d588a0c2a4".into())
-        );
-        assert_eq!(
-            pair_hex(b""),
-            ("1ab11ea5a7b2c56e".into(), "bbddcb5ab56dd547".into())
-        );
-        assert_eq!(
-            pair_hex(b"a"),
-            ("4292cee227b9150a".into(), "7e9b527031f50c11".into())
-        );
-        assert_eq!(
-            pair_hex(b"foobar123"),
-            ("4b4889d61d22a420".into(), "b6527c10fba0d72b".into())
-        );
+        for (item, a, b) in [
+            (&b"hello"[..], "5ba5b8a59803e699", "a7d451d588a0c2a4"),
+            (b"", "1ab11ea5a7b2c56e", "bbddcb5ab56dd547"),
+            (b"a", "4292cee227b9150a", "7e9b527031f50c11"),
+            (b"foobar123", "4b4889d61d22a420", "b6527c10fba0d72b"),
+        ] {
+            assert_eq!(pair_hex(item), (a.into(), b.into()), "{item:?}");
+        }
     }
 
     #[test]

@@ -116,7 +116,23 @@ impl LayerParams {
             .checked_mul(8)
             .ok_or(LayerError::Invalid)?;
         let bits = bytes.checked_mul(8).ok_or(LayerError::Invalid)?;
-        Ok(LayerParams {
+        Ok(Self::from_fields(
+            entries, error, bpe, hashes, bits, bytes, n2,
+        ))
+    }
+
+    /// The parameters as given, unchecked: what a dump header or an RDB value stores for a
+    /// layer, to be tested with [`LayerParams::is_consistent`].
+    pub(crate) const fn from_fields(
+        entries: u64,
+        error: f64,
+        bpe: f64,
+        hashes: u32,
+        bits: u64,
+        bytes: u64,
+        n2: u8,
+    ) -> Self {
+        LayerParams {
             entries,
             error,
             bpe,
@@ -124,7 +140,7 @@ impl LayerParams {
             bits,
             bytes,
             n2,
-        })
+        }
     }
 
     /// Integrity test applied to layers read from a dump header or an RDB value

@@ -102,15 +102,8 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Chain, DecodeError>
         if (data.len() as u64) < bits.div_ceil(8) {
             return Err(DecodeError);
         }
-        let params = LayerParams {
-            entries,
-            error,
-            bpe,
-            hashes,
-            bits,
-            bytes: data.len() as u64,
-            n2,
-        };
+        let bytes = data.len() as u64;
+        let params = LayerParams::from_fields(entries, error, bpe, hashes, bits, bytes, n2);
         if !params.is_consistent() {
             return Err(DecodeError);
         }

@@ -558,17 +558,18 @@ pub fn decode_header(data: &[u8], max_bytes: u64) -> Result<Window, ChunkError> 
         // Its chunk iterators could not address it.
         return Err(ChunkError::BadData);
     }
-    let mut w = Window {
+    // Parameters first (cheap), then the allocations. `Window::new` refuses only what
+    // `is_consistent` refuses too.
+    let mut w = Window::new(
         window_ms,
         capacity,
         error,
         expansion,
-        nonscaling: flags == 1,
+        flags == 1,
         generation,
-        gens: Vec::new(),
-        offset_chunks: version == HEADER_VERSION_OFFSETS,
-    };
-    // Parameters first (cheap), then the allocations.
+    )
+    .map_err(|_| ChunkError::BadData)?;
+    w.offset_chunks = version == HEADER_VERSION_OFFSETS;
     if !w.is_consistent() {
         return Err(ChunkError::BadData);
     }
@@ -631,20 +632,6 @@ fn by_tag(w: &Window, t: u64) -> Option<usize> {
     w.gens.iter().position(|(n, _)| tag(*n) == t)
 }
 
-/// Locates byte `offset` of a chain's concatenated bit arrays: (layer index, offset inside
-/// the layer).
-fn locate(c: &Chain, offset: u64) -> Option<(usize, usize)> {
-    let mut start = 0u64;
-    for (li, l) in c.layers.iter().enumerate() {
-        let len = l.data.len() as u64;
-        if offset < start + len {
-            return Some((li, (offset - start) as usize));
-        }
-        start += len;
-    }
-    None
-}
-
 /// One SCANDUMP step of a window filter for `iter` ≥ 1: the chunk and the iterator to send
 /// with it (and to ask for next); `(0, [])` when the walk is over, for `iter` < 1 and for
 /// `iter` ≥ [`ITER_LIMIT`].
@@ -705,7 +692,7 @@ pub fn scan_chunk(w: &Window, iter: i64) -> Result<(i64, &[u8]), ChunkError> {
         }
     };
     let (n, chain) = &w.gens[gi];
-    let (li, off) = locate(chain, offset).ok_or(ChunkError::Changed)?;
+    let (li, off) = dump::locate(chain, offset).ok_or(ChunkError::Changed)?;
     let data = &chain.layers[li].data;
     let chunk = &data[off..data.len().min(off + dump::MAX_CHUNK_BYTES)];
     let next = encode_iter(w.gens[newest].0, *n, offset + 1 + chunk.len() as u64);
@@ -746,13 +733,8 @@ pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkEr
     }
     let gi = by_tag(w, gen_tag).ok_or(ChunkError::Changed)?;
     let chain = &mut w.gens[gi].1;
-    let (li, off) = locate(chain, start - 1).ok_or(ChunkError::Changed)?;
-    let layer = &mut chain.layers[li].data;
-    if data.len() > layer.len() - off {
-        return Err(ChunkError::TooBig);
-    }
-    layer[off..off + data.len()].copy_from_slice(data);
-    Ok(())
+    let (li, off) = dump::locate(chain, start - 1).ok_or(ChunkError::Changed)?;
+    dump::copy_into(&mut chain.layers[li].data, off, data)
 }
 
 /// [`apply_chunk`] for a filter created from a [`HEADER_VERSION_OFFSETS`] header: `iter` is
@@ -763,15 +745,7 @@ pub fn apply_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkEr
 /// [`ChunkError::NoLink`] for a start outside every array; [`ChunkError::TooBig`] for a chunk
 /// running past its array's end.
 fn apply_offset_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
-    let len = i64::try_from(data.len()).map_err(|_| ChunkError::BadData)?;
-    if iter <= 0 || iter < len {
-        return Err(ChunkError::BadData);
-    }
-    let start = iter - len;
-    if start < 1 {
-        return Err(ChunkError::NoLink);
-    }
-    let mut offset = (start - 1) as u64;
+    let mut offset = dump::chunk_offset(iter, data.len())?;
     let layer = w
         .gens
         .iter_mut()
@@ -786,12 +760,7 @@ fn apply_offset_chunk(w: &mut Window, iter: i64, data: &[u8]) -> Result<(), Chun
             }
         })
         .ok_or(ChunkError::NoLink)?;
-    let (off, data_len) = (offset as usize, data.len());
-    if data_len > layer.data.len() - off {
-        return Err(ChunkError::TooBig);
-    }
-    layer.data[off..off + data_len].copy_from_slice(data);
-    Ok(())
+    dump::copy_into(&mut layer.data, offset as usize, data)
 }
 
 /// Writes the RDB value (encoding version [`ENCODING_VERSION`]): U window, U capacity,
@@ -835,16 +804,11 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Window, DecodeError
     if count > LIVE {
         return Err(DecodeError);
     }
-    let mut w = Window {
-        window_ms,
-        capacity,
-        error,
-        expansion,
-        nonscaling,
-        generation,
-        gens: Vec::new(),
-        offset_chunks: false,
-    };
+    // `Window::new` refuses only what `is_consistent` refuses too.
+    let mut w = Window::new(
+        window_ms, capacity, error, expansion, nonscaling, generation,
+    )
+    .map_err(|_| DecodeError)?;
     if !w.is_consistent() {
         return Err(DecodeError);
     }

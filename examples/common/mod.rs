@@ -1,11 +1,22 @@
-//! What the examples share: the server address and a small deterministic PRNG, so every run
-//! prints the same figures. Each example uses part of it.
+//! What the examples share: the server address, a key's memory as the server counts it, and a
+//! small deterministic PRNG, so every run prints the same figures. Each example uses part of it.
 #![allow(dead_code)]
 
 /// The server to talk to: `REDIS_URL`, or `redis://127.0.0.1:6379/` (what `scripts/start.sh`
 /// starts).
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+}
+
+/// `MEMORY USAGE key SAMPLES 0`: the bytes the server counts for `key`, every element
+/// measured.
+pub fn memory_usage(con: &mut redis::Connection, key: &str) -> redis::RedisResult<u64> {
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query(con)
 }
 
 /// SplitMix64 (Steele, Lea & Flood, "Fast Splittable Pseudorandom Number Generators",

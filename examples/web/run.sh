@@ -5,16 +5,11 @@
 #   SCREENSHOT=docs/signup-page.png examples/web/run.sh   also refreshes the screenshot in docs/checking-locally.md
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -n "${BF_MODULE:-}" ]; then
-  BF_MODULE="$(realpath "$BF_MODULE")"
-  export BF_MODULE
-fi
+. "$here/../../clients/common.sh"
+bf_module_ready
 if [ -n "${SCREENSHOT:-}" ]; then
   SCREENSHOT="$(realpath -m "$SCREENSHOT")"
   export SCREENSHOT
-fi
-if [ -z "${BF_MODULE:-}" ] && [ ! -f "$here/../../target/release/libredis_bf.so" ]; then
-  (cd "$here/../.." && cargo build --release)
 fi
 cd "$here"
 if [ ! -d node_modules/puppeteer-core ] || [ ! -d node_modules/redis ]; then

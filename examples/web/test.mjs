@@ -11,28 +11,16 @@
 // /usr/bin/chromium).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import puppeteer from 'puppeteer-core';
 import { BloomFilter } from '../../clients/js/src/index.js';
-import { startServer, scandump } from '../../clients/js/test/redis.mjs';
+import { startServer, scandump, freePort } from '../../clients/js/test/redis.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
 
 const cleanups = [];
 async function main() {

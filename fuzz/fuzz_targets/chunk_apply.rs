@@ -11,7 +11,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use redis_bf::bloom::dump::{apply_chunk, chunk_at, decode_header, ChunkError};
+use redis_bf::bloom::dump::{apply_chunk, decode_header, walk, ChunkError};
 use redis_bf::bloom::Chain;
 
 fn fallback() -> Chain {
@@ -76,16 +76,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // A SCANDUMP walk of the result still covers every byte.
-    let mut iter = 1;
-    let mut seen = 0u64;
-    loop {
-        let (next, c) = chunk_at(&chain, iter);
-        if next == 0 {
-            break;
-        }
-        seen += c.len() as u64;
-        iter = next;
-    }
+    let seen: u64 = walk(&chain).map(|(_, c)| c.len() as u64).sum();
     assert_eq!(seen, total);
     common::exercise(&mut chain);
 });

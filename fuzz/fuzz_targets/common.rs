@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use redis_bf::bloom::dump::{chunk_at, decode_header, encode_header, MAX_CHUNK_BYTES};
-use redis_bf::bloom::rdb::{self, Values};
+use redis_bf::bloom::rdb::{self, Value, Values};
 use redis_bf::bloom::Chain;
 
 /// Largest bit-array total a fuzz input may make the decoders allocate (16 MiB).
@@ -12,6 +12,51 @@ pub const MEMORY_BOUND: u64 = 16 << 20;
 
 /// Byte budget for a layer added while exercising a chain.
 const GROWTH_BUDGET: u64 = 1 << 20;
+
+/// Up to 8 bytes of `b`, zero-padded.
+fn word(b: &[u8]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    w
+}
+
+/// The typed value stream an input describes: tag `t % 4` = 0 unsigned (8 bytes LE), 1 double
+/// (8 bytes LE), 2 string (u16 LE length then bytes, clipped to the input), 3 small unsigned
+/// (1 byte); a value cut short by the end of the input is zero-padded.
+pub fn values(mut data: &[u8]) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let [tag, rest @ ..] = data {
+        data = rest;
+        match tag % 4 {
+            0 => {
+                out.push(Value::Unsigned(u64::from_le_bytes(word(data))));
+                data = &data[data.len().min(8)..];
+            }
+            1 => {
+                out.push(Value::Double(f64::from_le_bytes(word(data))));
+                data = &data[data.len().min(8)..];
+            }
+            2 => {
+                let n = match data {
+                    [a, b, ..] => usize::from(u16::from_le_bytes([*a, *b])),
+                    _ => 0,
+                };
+                data = &data[data.len().min(2)..];
+                let n = n.min(data.len());
+                out.push(Value::Bytes(data[..n].to_vec()));
+                data = &data[n..];
+            }
+            _ => {
+                out.push(Value::Unsigned(u64::from(
+                    data.first().copied().unwrap_or(0),
+                )));
+                data = &data[data.len().min(1)..];
+            }
+        }
+    }
+    out
+}
 
 /// Chain equality with doubles compared bit for bit (a decoded layer may carry a NaN `bpe`
 /// when its hash count is 0, and NaN != NaN).

@@ -13,54 +13,13 @@ mod common;
 use libfuzzer_sys::fuzz_target;
 use redis_bf::bloom::rdb::{self, Value, Values};
 
-fn word(b: &[u8]) -> [u8; 8] {
-    let mut w = [0u8; 8];
-    let n = b.len().min(8);
-    w[..n].copy_from_slice(&b[..n]);
-    w
-}
-
-fn values(mut data: &[u8]) -> Vec<Value> {
-    let mut out = Vec::new();
-    while let [tag, rest @ ..] = data {
-        data = rest;
-        match tag % 4 {
-            0 => {
-                out.push(Value::Unsigned(u64::from_le_bytes(word(data))));
-                data = &data[data.len().min(8)..];
-            }
-            1 => {
-                out.push(Value::Double(f64::from_le_bytes(word(data))));
-                data = &data[data.len().min(8)..];
-            }
-            2 => {
-                let n = match data {
-                    [a, b, ..] => usize::from(u16::from_le_bytes([*a, *b])),
-                    _ => 0,
-                };
-                data = &data[data.len().min(2)..];
-                let n = n.min(data.len());
-                out.push(Value::Bytes(data[..n].to_vec()));
-                data = &data[n..];
-            }
-            _ => {
-                out.push(Value::Unsigned(u64::from(
-                    data.first().copied().unwrap_or(0),
-                )));
-                data = &data[data.len().min(1)..];
-            }
-        }
-    }
-    out
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&v, rest)) = data.split_first() else {
         return;
     };
     let encver = i32::from(v % 7);
     let mut reader = Values {
-        values: values(rest),
+        values: common::values(rest),
         pos: 0,
     };
     let input_bytes: usize = reader

@@ -12,7 +12,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const MODULE = resolve(process.env.BF_MODULE ?? join(ROOT, 'target', 'release', 'libredis_bf.so'));
 const SERVER = process.env.REDIS_SERVER ?? 'redis-server';
 
-function freePort() {
+/** A free TCP port on 127.0.0.1 (asks the OS for one, then releases it). */
+export function freePort() {
   return new Promise((res, rej) => {
     const s = createServer();
     s.once('error', rej);
