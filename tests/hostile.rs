@@ -637,16 +637,46 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
 
 // ------------------------------------------------------------------------------------------
 
-#[test]
-fn restore_of_mutated_dump_payloads() {
-    let cases = cases();
-    const BATCH: usize = 100;
+/// Runs every command on `key` (a filter that `what` made) with [`exercise_key`], then
+/// deletes it; panics when the filter misbehaves.
+fn exercise_then_delete(con: &mut Connection, key: &[u8], case: usize, what: &str) {
+    if let Err(e) = exercise_key(con, key, case as u64) {
+        panic!("{what} {:?} misbehaves: {e}", String::from_utf8_lossy(key));
+    }
+    let _: i64 = cmd("DEL").arg(key).query(con).unwrap();
+}
+
+/// FLUSHALL on `con`, then `used_memory` read on `meter`.
+fn flushed_used_memory(con: &mut Connection, meter: &mut Connection) -> u64 {
+    let _: () = cmd("FLUSHALL").query(con).unwrap();
+    used_memory(meter)
+}
+
+/// What a mutation run starts from: the number of cases, its start time, the seeded
+/// generator, a server refusing filters over `FUZZ_FILTER_LIMIT` bytes, a connection for memory
+/// readings and one for the cases, and the keys of the seed filters made on it.
+fn mutation_run() -> (
+    usize,
+    Instant,
+    Rng,
+    Server,
+    Connection,
+    Connection,
+    Vec<Vec<u8>>,
+) {
     let t0 = Instant::now();
-    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
-    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
-    let mut meter = s.conn();
+    let rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
+    let meter = s.conn();
     let mut con = s.conn();
     let seed_keys = make_seeds(&mut con);
+    (cases(), t0, rng, s, meter, con, seed_keys)
+}
+
+#[test]
+fn restore_of_mutated_dump_payloads() {
+    const BATCH: usize = 100;
+    let (cases, t0, mut rng, mut s, mut meter, mut con, seed_keys) = mutation_run();
     // Seeds: each filter's DUMP without and with LZF compression.
     let mut seeds: Vec<(Vec<u8>, [u8; 2], Option<ModuleValue>)> = Vec::new();
     for compression in ["no", "yes"] {
@@ -735,13 +765,7 @@ fn restore_of_mutated_dump_payloads() {
                             .or_default() += 1;
                         round_trip_failures.push(format!("{e}: {why}"));
                     }
-                    if let Err(e) = exercise_key(&mut con, key, case as u64) {
-                        panic!(
-                            "restored filter {:?} misbehaves: {e}",
-                            String::from_utf8_lossy(key)
-                        );
-                    }
-                    let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
+                    exercise_then_delete(&mut con, key, case, "restored filter");
                     "OK (valid filter, every command works)".to_string()
                 }
                 Some(e) => e,
@@ -755,8 +779,7 @@ fn restore_of_mutated_dump_payloads() {
         );
         if case == warmup {
             // Warm-up done: allocator and server structures are in steady state.
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-            baseline = used_memory(&mut meter);
+            baseline = flushed_used_memory(&mut con, &mut meter);
             outcomes.clear();
             valid = 0;
             round_trip_failures.clear();
@@ -993,14 +1016,8 @@ fn mutate_header(h: &mut Header, rng: &mut Rng) {
 
 #[test]
 fn loadchunk_of_mutated_headers_and_chunks() {
-    let cases = cases();
     const BATCH: usize = 100;
-    let t0 = Instant::now();
-    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
-    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
-    let mut meter = s.conn();
-    let mut con = s.conn();
-    let seed_keys = make_seeds(&mut con);
+    let (cases, t0, mut rng, mut s, mut meter, mut con, seed_keys) = mutation_run();
     let seeds: Vec<Vec<(i64, Vec<u8>)>> = seed_keys.iter().map(|k| scandump(&mut con, k)).collect();
     let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
 
@@ -1096,13 +1113,7 @@ fn loadchunk_of_mutated_headers_and_chunks() {
                 if let Some(e) = dump_round_trip(&mut con, key) {
                     panic!("LOADCHUNKed filter {:?}: {e}", String::from_utf8_lossy(key));
                 }
-                if let Err(e) = exercise_key(&mut con, key, case as u64) {
-                    panic!(
-                        "LOADCHUNKed filter {:?} misbehaves: {e}",
-                        String::from_utf8_lossy(key)
-                    );
-                }
-                let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
+                exercise_then_delete(&mut con, key, case, "LOADCHUNKed filter");
             }
         }
         assert_alive(
@@ -1111,8 +1122,7 @@ fn loadchunk_of_mutated_headers_and_chunks() {
             &format!("after exercising batch ending at case {case}"),
         );
         if case == warmup {
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-            baseline = used_memory(&mut meter);
+            baseline = flushed_used_memory(&mut con, &mut meter);
             header_outcomes.clear();
             chunk_outcomes.clear();
             chunks_sent = 0;

@@ -606,20 +606,7 @@ fn scandump_walk(con: &mut redis::Connection, key: &[u8]) -> Vec<(i64, Bytes)> {
 }
 
 fn mexists(con: &mut redis::Connection, key: &[u8], items: &[Bytes]) -> Vec<i64> {
-    let mut out = Vec::with_capacity(items.len());
-    for group in items.chunks(20_000) {
-        let mut p = redis::pipe();
-        for batch in group.chunks(1000) {
-            p.cmd("BF.MEXISTS").arg(key);
-            for i in batch {
-                p.arg(i.as_slice());
-            }
-        }
-        let replies: Vec<Vec<i64>> = p
-            .query(con)
-            .unwrap_or_else(|e| panic!("BF.MEXISTS {}: {e}", show(key)));
-        out.extend(replies.into_iter().flatten());
-    }
+    let out = common::batched(con, "BF.MEXISTS", key, items, 1000);
     assert_eq!(out.len(), items.len());
     out
 }

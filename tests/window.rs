@@ -340,20 +340,26 @@ fn info_and_errors() {
     assert_eq!(card, 3);
 }
 
+/// Window filter `key` (0.01, capacity 400, window 1200 ms) after six 300 ms generations of
+/// `per_generation` items each (more than capacity / 4 = 100, so generations grow) and 50 more
+/// items; its SCANDUMP walk.
+fn grown_window(con: &mut Connection, key: &str, per_generation: usize) -> Vec<(i64, Vec<u8>)> {
+    reserve(con, key, 0.01, 400, 1200);
+    for g in 0..6 {
+        madd(con, key, &items(&format!("{key}{g}"), 0..per_generation));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    madd(con, key, &items("last", 0..50));
+    scandump(con, key.as_bytes())
+}
+
 /// The state is byte-identical after DEBUG RELOAD, an AOF rewrite + reload and a restart,
 /// and after DUMP/RESTORE and COPY; SCANDUMP → LOADCHUNK rebuilds it exactly.
 #[test]
 fn persistence_is_byte_identical() {
     let mut server = Server::start_with(&[], &[("appendonly", "yes")]);
     let mut con = server.conn();
-    reserve(&mut con, "p", 0.01, 400, 1200);
-    for g in 0..6 {
-        // 250 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
-        madd(&mut con, "p", &items(&format!("p{g}"), 0..250));
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    madd(&mut con, "p", &items("last", 0..50));
-    let dump = scandump(&mut con, b"p");
+    let dump = grown_window(&mut con, "p", 250);
     assert!(
         dump.len() >= 4,
         "several generations and layers: {}",
@@ -1013,14 +1019,7 @@ fn scandump_walk_of_a_changing_window_filter() {
 fn aof_rewrite_without_preamble_replays_window_walks() {
     let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = server.conn();
-    reserve(&mut con, "a", 0.01, 400, 1200);
-    for g in 0..6 {
-        // 150 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
-        madd(&mut con, "a", &items(&format!("a{g}"), 0..150));
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    madd(&mut con, "a", &items("last", 0..50));
-    let dump = scandump(&mut con, b"a");
+    let dump = grown_window(&mut con, "a", 150);
     assert!(
         dump.len() >= 6,
         "several generations and layers: {}",

@@ -8,8 +8,8 @@
 //! GETKEYS/GETKEYSANDFLAGS/LIST`), ACL categories, generic key commands on Bloom keys, and
 //! replication (replica with other defaults, AOF contents).
 //!
-//! Servers are started by the small launcher below (not `common::Server`, which takes its
-//! binary from an environment variable: setting it from parallel tests would be racy).
+//! Servers are started by `Srv` below, a `common::Server` on the binary each test passes in
+//! (`Server::start_on`: no environment variable to set from parallel tests).
 #![allow(dead_code)]
 
 /// Calls `$m!(scenario, …)` with the name of every scenario, so that each server's test file
@@ -35,77 +35,40 @@ macro_rules! for_each_scenario {
 pub(crate) use for_each_scenario;
 
 use crate::common::{
-    free_port, raw_command, scandump, server_command, show_args, stop_child, value_text, wait_pong,
-    Args,
+    free_port, raw_command, scandump, server_command, show_args, value_text, Args, Server,
 };
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------------------
 // Launcher.
 
-/// A server running `bin` with the module loaded, on a free 127.0.0.1 port inside a temporary
-/// directory. Killed on drop.
-pub struct Srv {
-    pub bin: String,
-    pub port: u16,
-    pub dir: tempfile::TempDir,
-    child: Option<Child>,
+/// A server running `bin` with the module loaded (a [`Server`] started with `appendonly no`),
+/// whose connections wait up to 30 s for a reply. Killed on drop.
+pub struct Srv(Server);
+
+impl std::ops::Deref for Srv {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.0
+    }
 }
 
 impl Srv {
     /// Starts `bin` with module load arguments `module_args` and extra `--name value` options.
     pub fn start(bin: &str, module_args: &[&str], extra: &[(&str, &str)]) -> Srv {
-        let dir = tempfile::Builder::new()
-            .prefix("redis-bf-ops")
-            .tempdir()
-            .unwrap();
-        let mut s = Srv {
-            bin: bin.to_string(),
-            port: 0,
-            dir,
-            child: None,
-        };
-        for _ in 0..5 {
-            s.port = free_port();
-            let log = s.dir.path().join("server.log");
-            let mut cmd = server_command(bin, s.port, s.dir.path(), Some(&log));
-            cmd.args(module_args)
-                .arg("--appendonly")
-                .arg("no")
-                .arg("--enable-debug-command")
-                .arg("yes");
-            for (k, v) in extra {
-                cmd.arg(format!("--{k}")).arg(v);
-            }
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
-            s.child = Some(
-                cmd.spawn()
-                    .unwrap_or_else(|e| panic!("cannot start {bin}: {e}")),
-            );
-            if s.wait_ready() {
-                return s;
-            }
-            s.kill();
-        }
-        panic!("{bin} did not start; log:\n{}", s.log());
-    }
-
-    fn wait_ready(&mut self) -> bool {
-        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
-    }
-
-    fn try_conn(&self) -> redis::RedisResult<Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?
-            .get_connection_with_timeout(Duration::from_secs(5))
+        let mut options = vec![("appendonly", "no")];
+        options.extend_from_slice(extra);
+        Srv(Server::start_on(bin, module_args, &options))
     }
 
     /// A RESP2 connection.
     pub fn conn(&self) -> Connection {
-        let c = self.try_conn().expect("connect");
+        let c = self.0.conn();
         c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         c
     }
@@ -126,21 +89,6 @@ impl Srv {
     pub fn raw(&self, args: &[&str]) -> String {
         let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
         String::from_utf8_lossy(&raw_command(self.port, false, &a)).into_owned()
-    }
-
-    /// The server log so far.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
-    fn kill(&mut self) {
-        stop_child(&mut self.child);
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
