@@ -242,7 +242,12 @@ impl Case {
     fn expect_loaded(&mut self, key: &str, chunks: &[(i64, Vec<u8>)]) {
         for (it, data) in chunks {
             self.eqb(
-                &[b"BF.LOADCHUNK", key.as_bytes(), it.to_string().as_bytes(), data],
+                &[
+                    b"BF.LOADCHUNK",
+                    key.as_bytes(),
+                    it.to_string().as_bytes(),
+                    data,
+                ],
                 ok(),
             );
         }

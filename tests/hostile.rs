@@ -253,28 +253,25 @@ fn interesting_f64(rng: &mut Rng) -> f64 {
     }
 }
 
+/// The `n`-th field of `v` whose body is of the kind `kind` accepts.
+fn nth_field(v: &mut ModuleValue, kind: impl Fn(&Body) -> bool, n: usize) -> Option<&mut Field> {
+    v.fields.iter_mut().filter(|f| kind(&f.body)).nth(n)
+}
+
 /// One structure-aware mutation of a module value.
 fn mutate_value(v: &mut ModuleValue, rng: &mut Rng) {
     let n = v.fields.len();
     let i = rng.below(n as u64) as usize;
     match rng.below(14) {
         0 => {
-            if let Some(f) = v
-                .fields
-                .iter_mut()
-                .filter(|f| matches!(f.body, Body::Unsigned(_)))
-                .nth(rng.below(8) as usize)
-            {
+            let pick = rng.below(8) as usize;
+            if let Some(f) = nth_field(v, |b| matches!(b, Body::Unsigned(_)), pick) {
                 f.body = Body::Unsigned(interesting_u64(rng));
             }
         }
         1 => {
-            if let Some(f) = v
-                .fields
-                .iter_mut()
-                .filter(|f| matches!(f.body, Body::Double(_)))
-                .nth(rng.below(4) as usize)
-            {
+            let pick = rng.below(4) as usize;
+            if let Some(f) = nth_field(v, |b| matches!(b, Body::Double(_)), pick) {
                 f.body = Body::Double(interesting_f64(rng).to_bits());
             }
         }
@@ -594,20 +591,16 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
     .into_iter()
     .map(|c| c.split(' ').map(String::from).collect())
     .collect();
-    cmds.push(
-        ["BF.MADD", "s4"]
-            .into_iter()
-            .map(String::from)
-            .chain((0..120).map(|i| format!("m{i}")))
-            .collect(),
-    );
-    cmds.push(
-        ["BF.MADD", "s6"]
-            .into_iter()
-            .map(String::from)
-            .chain((0..2000).map(|i| format!("n{i}")))
-            .collect(),
-    );
+    for (key, prefix, n) in [("s4", "m", 120), ("s6", "n", 2000)] {
+        let items = (0..n).map(|i| format!("{prefix}{i}"));
+        cmds.push(
+            ["BF.MADD", key]
+                .map(String::from)
+                .into_iter()
+                .chain(items)
+                .collect(),
+        );
+    }
     for c in &cmds {
         let v = raw(con, redis::cmd(&c[0]).arg(&c[1..]));
         assert!(err_of(&v).is_none(), "{c:?}: {v:?}");
@@ -644,6 +637,15 @@ fn exercise_then_delete(con: &mut Connection, key: &[u8], case: usize, what: &st
         panic!("{what} {:?} misbehaves: {e}", String::from_utf8_lossy(key));
     }
     let _: i64 = cmd("DEL").arg(key).query(con).unwrap();
+}
+
+/// The server still answers once the batch of cases up to `case` has been exercised.
+fn assert_alive_after_batch(s: &mut Server, con: &mut Connection, case: usize) {
+    assert_alive(
+        s,
+        con,
+        &format!("after exercising batch ending at case {case}"),
+    );
 }
 
 /// FLUSHALL on `con`, then `used_memory` read on `meter`.
@@ -772,11 +774,7 @@ fn restore_of_mutated_dump_payloads() {
             };
             *outcomes.entry(outcome).or_default() += 1;
         }
-        assert_alive(
-            &mut s,
-            &mut con,
-            &format!("after exercising batch ending at case {case}"),
-        );
+        assert_alive_after_batch(&mut s, &mut con, case);
         if case == warmup {
             // Warm-up done: allocator and server structures are in steady state.
             baseline = flushed_used_memory(&mut con, &mut meter);
@@ -1116,11 +1114,7 @@ fn loadchunk_of_mutated_headers_and_chunks() {
                 exercise_then_delete(&mut con, key, case, "LOADCHUNKed filter");
             }
         }
-        assert_alive(
-            &mut s,
-            &mut con,
-            &format!("after exercising batch ending at case {case}"),
-        );
+        assert_alive_after_batch(&mut s, &mut con, case);
         if case == warmup {
             baseline = flushed_used_memory(&mut con, &mut meter);
             header_outcomes.clear();

@@ -530,9 +530,7 @@ where
         for b in group.chunks(batch) {
             p.cmd(command).arg(&key).arg(b);
         }
-        let replies: Vec<Vec<i64>> = p
-            .query(con)
-            .unwrap_or_else(|e| panic!("{command}: {e}"));
+        let replies: Vec<Vec<i64>> = p.query(con).unwrap_or_else(|e| panic!("{command}: {e}"));
         out.extend(replies.into_iter().flatten());
     }
     out
