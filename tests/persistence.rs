@@ -43,26 +43,18 @@ fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Bytes> {
 /// `BF.RESERVE key ARGS`: `args` as on the command line after the key (error rate, capacity,
 /// then `EXPANSION n` and `NONSCALING` when given).
 fn reserve(key: &[u8], args: &str) -> Op {
-    let a: Vec<&str> = args.split_whitespace().collect();
     Op::Reserve {
         key: key.to_vec(),
-        error: a[0].parse().unwrap(),
-        capacity: a[1].parse().unwrap(),
-        expansion: option_value(&a, "EXPANSION"),
-        nonscaling: a.contains(&"NONSCALING"),
+        args: args.to_string(),
     }
 }
 
 /// `BF.INSERT key OPTIONS ITEMS items…`: `options` as on the command line (`CAPACITY n`,
 /// `ERROR e`, `EXPANSION n`, `NONSCALING`, each when given).
 fn insert(key: &[u8], options: &str, items: Vec<Bytes>) -> Op {
-    let a: Vec<&str> = options.split_whitespace().collect();
     Op::Insert {
         key: key.to_vec(),
-        capacity: option_value(&a, "CAPACITY"),
-        error: option_value(&a, "ERROR"),
-        expansion: option_value(&a, "EXPANSION"),
-        nonscaling: a.contains(&"NONSCALING"),
+        options: options.to_string(),
         items,
     }
 }
@@ -81,6 +73,15 @@ fn option_value<T: std::str::FromStr>(words: &[&str], name: &str) -> Option<T> {
 fn madd(key: &[u8], items: Vec<Bytes>) -> Op {
     Op::Madd {
         key: key.to_vec(),
+        items,
+    }
+}
+
+/// A LOADCHUNK walk of `chain` with `items` added by the core.
+fn load(key: &[u8], chain: Chain, items: Vec<Bytes>) -> Op {
+    Op::Load {
+        key: key.to_vec(),
+        chain: chain_with_items(chain, &items),
         items,
     }
 }
@@ -136,10 +137,8 @@ fn dbsize(con: &mut redis::Connection) -> usize {
 enum Op {
     Reserve {
         key: Bytes,
-        error: f64,
-        capacity: u64,
-        expansion: Option<u32>,
-        nonscaling: bool,
+        /// The arguments after the key as on the command line: error rate, capacity, options.
+        args: String,
     },
     Add {
         key: Bytes,
@@ -151,10 +150,8 @@ enum Op {
     },
     Insert {
         key: Bytes,
-        capacity: Option<u64>,
-        error: Option<f64>,
-        expansion: Option<u32>,
-        nonscaling: bool,
+        /// The options as on the command line, before `ITEMS`.
+        options: String,
         items: Vec<Bytes>,
     },
     /// LOADCHUNK walk of a chain built with the core from `items`.
@@ -188,21 +185,10 @@ impl Op {
 
     fn commands(&self) -> Vec<redis::Cmd> {
         match self {
-            Op::Reserve {
-                key,
-                error,
-                capacity,
-                expansion,
-                nonscaling,
-            } => {
+            Op::Reserve { key, args } => {
                 let mut c = cmd("BF.RESERVE");
-                c.arg(key.as_slice()).arg(error.to_string()).arg(*capacity);
-                if let Some(x) = expansion {
-                    c.arg("EXPANSION").arg(*x);
-                }
-                if *nonscaling {
-                    c.arg("NONSCALING");
-                }
+                c.arg(key.as_slice())
+                    .arg(args.split_whitespace().collect::<Vec<_>>());
                 vec![c]
             }
             Op::Add { key, item } => {
@@ -220,26 +206,12 @@ impl Op {
             }
             Op::Insert {
                 key,
-                capacity,
-                error,
-                expansion,
-                nonscaling,
+                options,
                 items,
             } => {
                 let mut c = cmd("BF.INSERT");
                 c.arg(key.as_slice());
-                if let Some(x) = capacity {
-                    c.arg("CAPACITY").arg(*x);
-                }
-                if let Some(x) = error {
-                    c.arg("ERROR").arg(x.to_string());
-                }
-                if let Some(x) = expansion {
-                    c.arg("EXPANSION").arg(*x);
-                }
-                if *nonscaling {
-                    c.arg("NONSCALING");
-                }
+                c.arg(options.split_whitespace().collect::<Vec<_>>());
                 c.arg("ITEMS");
                 for i in items {
                     c.arg(i.as_slice());
@@ -337,19 +309,14 @@ impl Model {
         for op in ops {
             let (dc, de) = (self.default_capacity, self.default_error);
             match op {
-                Op::Reserve {
-                    key,
-                    error,
-                    capacity,
-                    expansion,
-                    nonscaling,
-                } => {
+                Op::Reserve { key, args } => {
                     assert!(!self.keys.contains_key(key));
+                    let w: Vec<&str> = args.split_whitespace().collect();
                     let c = Chain::new(
-                        *capacity,
-                        *error,
-                        expansion.unwrap_or(2),
-                        *nonscaling,
+                        w[1].parse().unwrap(),
+                        w[0].parse().unwrap(),
+                        option_value(&w, "EXPANSION").unwrap_or(2),
+                        w.contains(&"NONSCALING"),
                         u64::MAX,
                     )
                     .unwrap();
@@ -372,18 +339,16 @@ impl Model {
                 }
                 Op::Insert {
                     key,
-                    capacity,
-                    error,
-                    expansion,
-                    nonscaling,
+                    options,
                     items,
                 } => {
+                    let w: Vec<&str> = options.split_whitespace().collect();
                     let c = self.keys.entry(key.clone()).or_insert_with(|| {
                         Chain::new(
-                            capacity.unwrap_or(dc),
-                            error.unwrap_or(de),
-                            expansion.unwrap_or(2),
-                            *nonscaling,
+                            option_value(&w, "CAPACITY").unwrap_or(dc),
+                            option_value(&w, "ERROR").unwrap_or(de),
+                            option_value(&w, "EXPANSION").unwrap_or(2),
+                            w.contains(&"NONSCALING"),
                             u64::MAX,
                         )
                         .unwrap()
@@ -494,12 +459,8 @@ fn base_ops() -> Vec<Op> {
     ops.push(reserve(b"big", "0.001 10000000"));
     ops.push(madd(b"big", items("big:", 0..1000)));
     // Made by LOADCHUNK (modern and legacy 32-bit), then grown by the module.
-    let ld = items("ld:", 0..200);
-    ops.push(Op::Load {
-        key: b"loaded".to_vec(),
-        chain: chain_with_items(Chain::new(40, 0.03, 3, false, u64::MAX).unwrap(), &ld),
-        items: ld,
-    });
+    let chain = Chain::new(40, 0.03, 3, false, u64::MAX).unwrap();
+    ops.push(load(b"loaded", chain, items("ld:", 0..200)));
     ops.push(madd(b"loaded", items("ld:", 200..400)));
     let lg = items("lg:", 0..150);
     ops.push(Op::Load {
@@ -995,37 +956,12 @@ fn keyword_value<'a>(args: &'a [Bytes], word: &str) -> Option<&'a [u8]> {
 /// replicated (`docs/commands.md` "Replication and AOF").
 fn dup_ops() -> Vec<Op> {
     vec![
-        Op::Reserve {
-            key: b"dup".to_vec(),
-            error: 0.01,
-            capacity: 100,
-            expansion: None,
-            nonscaling: false,
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"x".to_vec(),
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"x".to_vec(),
-        },
-        Op::Madd {
-            key: b"dup".to_vec(),
-            items: vec![b"x".to_vec(), b"x".to_vec()],
-        },
-        Op::Insert {
-            key: b"dup".to_vec(),
-            capacity: None,
-            error: None,
-            expansion: None,
-            nonscaling: false,
-            items: vec![b"x".to_vec()],
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"y".to_vec(),
-        },
+        reserve(b"dup", "0.01 100"),
+        add(b"dup", b"x".to_vec()),
+        add(b"dup", b"x".to_vec()),
+        madd(b"dup", vec![b"x".to_vec(), b"x".to_vec()]),
+        insert(b"dup", "", vec![b"x".to_vec()]),
+        add(b"dup", b"y".to_vec()),
     ]
 }
 
@@ -1416,6 +1352,8 @@ fn late_ops() -> Vec<Op> {
         &bin_key,
         vec![b"\x00".to_vec(), b"\x00\x01".to_vec(), b"".to_vec()],
     ));
+    let chain = Chain::new(25, 0.01, 2, false, u64::MAX).unwrap();
+    ops.push(load(b"late-load", chain, items("ll:", 0..80)));
     // Existing filters keep growing; adds that change nothing.
     ops.push(madd(b"scaling", items("s:", 600..900)));
     ops.push(madd(b"scaling", items("s:", 0..50)));
@@ -1423,12 +1361,6 @@ fn late_ops() -> Vec<Op> {
     ops.push(madd(b"legacy", items("lg:", 400..500)));
     ops.push(reserve(b"late-res", "0.02 10 EXPANSION 2"));
     ops.push(madd(b"late-res", items("lr:", 0..45)));
-    let ll = items("ll:", 0..80);
-    ops.push(Op::Load {
-        key: b"late-load".to_vec(),
-        chain: chain_with_items(Chain::new(25, 0.01, 2, false, u64::MAX).unwrap(), &ll),
-        items: ll,
-    });
     ops
 }
 
