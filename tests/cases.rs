@@ -1116,14 +1116,17 @@ fn b22_aof_rewrite_without_preamble() {
         }
         t.steps(
             r#"
+            # The scaled filter: four layers.
             BF.INFO a:scaled SIZE      -> [3872]
             BF.INFO a:scaled CAPACITY  -> [1500]
             BF.INFO a:scaled FILTERS   -> [4]
             BF.INFO a:scaled ITEMS     -> [1000]
             BF.INFO a:scaled EXPANSION -> [2]
+            # EXPANSION 4: three layers.
             BF.INFO a:exp4 CAPACITY    -> [210]
             BF.INFO a:exp4 FILTERS     -> [3]
             BF.INFO a:exp4 EXPANSION   -> [4]
+            # One layer over 16 MiB.
             BF.INFO a:big SIZE         -> [25766112]
         "#,
         );
