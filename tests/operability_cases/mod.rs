@@ -507,68 +507,63 @@ pub fn config_get_set(bin: &str) {
 
 /// Legacy and new load arguments set the configs.
 pub fn config_load_args(bin: &str) {
-    {
-        let s = Srv::start(bin, &["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"], &[]);
-        let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "7");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.2");
-        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "2");
-        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "0");
-        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(
-            debug(&mut c, "k"),
-            vec![
-                "size:1",
-                "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.1"
-            ]
-        );
-        assert_eq!(bf_info(&mut c, "k"), info_fields(7, 104, 1, 1, Some(2)));
-    }
-    {
-        let s = Srv::start(bin, &["bf.initial-size", "9"], &[]);
-        let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "9");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.01");
-        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(
-            debug(&mut c, "k"),
-            vec![
-                "size:1",
-                "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:9 size:1 ratio:0.005"
-            ]
-        );
-    }
-    {
+    // Load arguments; then bf.initial-size, bf.error-rate, bf.expansion-factor and
+    // bf.max-filter-bytes as CONFIG GET shows them, and the first layer of `BF.ADD k a`.
+    for (args, initial, error, expansion, max_bytes, layer) in [
+        (
+            "INITIAL_SIZE 7 ERROR_RATE 0.2",
+            "7",
+            "0.2",
+            "2",
+            "0",
+            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.1",
+        ),
+        (
+            "bf.initial-size 9",
+            "9",
+            "0.01",
+            "2",
+            "0",
+            "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:9 size:1 ratio:0.005",
+        ),
         // Names without prefix, any case, '_' for '-'.
-        let s = Srv::start(
-            bin,
-            &[
-                "error-rate",
-                "0.1",
-                "expansion-factor",
-                "0",
-                "BF.MAX-FILTER-BYTES",
-                "4096",
-                "initial_size",
-                "11",
-            ],
-            &[],
-        );
+        (
+            "error-rate 0.1 expansion-factor 0 BF.MAX-FILTER-BYTES 4096 initial_size 11",
+            "11",
+            "0.1",
+            "0",
+            "4096",
+            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1",
+        ),
+    ] {
+        let s = Srv::start(bin, &args.split(' ').collect::<Vec<_>>(), &[]);
         let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "11");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.1");
-        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "0");
-        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "4096");
+        assert_eq!(config_get(&mut c, "bf.initial-size"), initial, "{args}");
+        assert_eq!(config_get(&mut c, "bf.error-rate"), error, "{args}");
+        assert_eq!(
+            config_get(&mut c, "bf.expansion-factor"),
+            expansion,
+            "{args}"
+        );
+        assert_eq!(
+            config_get(&mut c, "bf.max-filter-bytes"),
+            max_bytes,
+            "{args}"
+        );
         assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(bf_info(&mut c, "k"), info_fields(11, 104, 1, 1, None));
-        assert_eq!(
-            debug(&mut c, "k")[1],
-            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1"
-        );
-        assert_eq!(
-            qerr(&mut c, "BF.RESERVE big 0.01 10000"),
-            "ERR Insufficient memory to create filter"
-        );
+        assert_eq!(debug(&mut c, "k"), vec!["size:1", layer], "{args}");
+        // Size = 32 + 64 + the layer's bytes; expansion 0 is non-scaling (nil).
+        let bytes: i64 = layer[6..layer.find(' ').unwrap()].parse().unwrap();
+        let rate = (expansion != "0").then(|| expansion.parse().unwrap());
+        let capacity = initial.parse().unwrap();
+        let want = info_fields(capacity, 96 + bytes, 1, 1, rate);
+        assert_eq!(bf_info(&mut c, "k"), want, "{args}");
+        if max_bytes != "0" {
+            assert_eq!(
+                qerr(&mut c, "BF.RESERVE big 0.01 10000"),
+                "ERR Insufficient memory to create filter"
+            );
+        }
     }
 }
 
