@@ -74,6 +74,13 @@ impl Srv {
         c
     }
 
+    /// A RESP2 connection on database `db`.
+    pub fn conn_db(&self, db: u32) -> Connection {
+        let mut c = self.conn();
+        let _: () = q(&mut c, ["SELECT", &db.to_string()]);
+        c
+    }
+
     /// A RESP2 connection authenticated as `user` (any password: the users made here are
     /// `nopass`).
     pub fn conn_as(&self, user: &str) -> Connection {
@@ -763,6 +770,26 @@ fn step<A: Args>(
     assert_eq!(collect_until_sentinel(ps), want, "{what}");
 }
 
+/// BF.LOADCHUNK of `(iterator, data)` into `key` succeeds and notifies `bf.loadchunk` on it,
+/// and nothing else.
+fn assert_loadchunk_notifies(
+    ps: &mut redis::PubSub,
+    c: &mut Connection,
+    key: &str,
+    (iter, data): &(i64, Vec<u8>),
+    what: &str,
+) {
+    let _: () = cmd("BF.LOADCHUNK")
+        .arg(key)
+        .arg(*iter)
+        .arg(data.as_slice())
+        .query(c)
+        .unwrap();
+    let _: () = cmd("SET sentinel 1").query(c).unwrap();
+    let want = ks(0, key, "bf.loadchunk").to_vec();
+    assert_eq!(collect_until_sentinel(ps), want, "{what}");
+}
+
 /// Runs a script of [`step`]s, one a line: `COMMAND; COMMAND … -> EVENTS`, the events
 /// `EVENT KEY [DB]` (database 0 unless given) separated by `, `, or `(none)`. Blank lines and
 /// `#` comments are skipped.
@@ -846,28 +873,8 @@ pub fn notifications(bin: &str) {
     // LOADCHUNK: header, then each chunk.
     let chunks = scandump(&mut c, b"a");
     assert_eq!(chunks.len(), 2, "header and one chunk");
-    let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
-        let _: () = crate::common::cmd("BF.LOADCHUNK")
-            .arg(key)
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(c)
-            .unwrap();
-    };
-    load(&mut c, "copy", &chunks[0]);
-    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-    assert_eq!(
-        collect_until_sentinel(&mut ps),
-        ks(0, "copy", "bf.loadchunk").to_vec(),
-        "LOADCHUNK header"
-    );
-    load(&mut c, "copy", &chunks[1]);
-    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-    assert_eq!(
-        collect_until_sentinel(&mut ps),
-        ks(0, "copy", "bf.loadchunk").to_vec(),
-        "LOADCHUNK chunk"
-    );
+    assert_loadchunk_notifies(&mut ps, &mut c, "copy", &chunks[0], "LOADCHUNK header");
+    assert_loadchunk_notifies(&mut ps, &mut c, "copy", &chunks[1], "LOADCHUNK chunk");
     assert_eq!(digest_value(&mut c, "copy"), digest_value(&mut c, "a"));
     notify_steps(
         &mut ps,
@@ -894,19 +901,9 @@ pub fn notifications(bin: &str) {
     "#,
     );
     let chunks = scandump(&mut c, b"w");
-    for (n, (iter, data)) in chunks.iter().enumerate() {
-        let _: () = crate::common::cmd("BF.LOADCHUNK")
-            .arg("wcopy")
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(&mut c)
-            .unwrap();
-        let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-        assert_eq!(
-            collect_until_sentinel(&mut ps),
-            ks(0, "wcopy", "bf.loadchunk").to_vec(),
-            "window LOADCHUNK {n}"
-        );
+    for (n, chunk) in chunks.iter().enumerate() {
+        let what = format!("window LOADCHUNK {n}");
+        assert_loadchunk_notifies(&mut ps, &mut c, "wcopy", chunk, &what);
     }
     assert_eq!(digest_value(&mut c, "wcopy"), digest_value(&mut c, "w"));
 
@@ -997,8 +994,7 @@ pub fn copy_and_digest(bin: &str) {
 
     // COPY to another database.
     assert_eq!(q::<i64>(&mut c, "COPY src dst DB 1"), 1);
-    let mut c1 = s.conn();
-    let _: () = q(&mut c1, "SELECT 1");
+    let mut c1 = s.conn_db(1);
     assert_eq!(digest_value(&mut c1, "dst"), src_digest);
     assert_eq!(debug(&mut c1, "dst"), src_debug);
     assert_eq!(q::<i64>(&mut c1, "BF.ADD dst db1-only"), 1);
@@ -1462,8 +1458,7 @@ pub fn generic_key_commands(bin: &str) {
     // MOVE.
     assert_eq!(q::<i64>(&mut c, "MOVE k3 1"), 1);
     assert_eq!(q::<i64>(&mut c, "EXISTS k3"), 0);
-    let mut c1 = s.conn();
-    let _: () = q(&mut c1, "SELECT 1");
+    let mut c1 = s.conn_db(1);
     assert_eq!(debug(&mut c1, "k3"), k_debug);
     assert_eq!(q::<i64>(&mut c1, "BF.EXISTS k3 k0"), 1);
     assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
@@ -1618,62 +1613,16 @@ pub fn replication(bin: &str) {
     assert_eq!(bf_info(&mut rc, "n")[4].1, None, "n is non-scaling");
     assert_eq!(info_bf(&mut rc), info_bf(&mut pc));
 
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // The AOF holds each command as one line of words.
+    let s = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
     let mut want = vec![
-        s(&[
-            "BF.INSERT",
-            "k",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "3",
-            "ITEMS",
-            "a",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "m",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "3",
-            "ITEMS",
-            "x",
-            "y",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "n",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-            "ITEMS",
-            "z",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "c",
-            "CAPACITY",
-            "1000",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-            "ITEMS",
-            "z",
-        ]),
-        s(&["BF.RESERVE", "g", "0.01", "10"]),
+        s("BF.INSERT k CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS a"),
+        s("BF.INSERT m CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS x y"),
+        s("BF.INSERT n CAPACITY 33 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
+        s("BF.INSERT c CAPACITY 1000 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
+        s("BF.RESERVE g 0.01 10"),
     ];
-    want.extend(grown.iter().map(|i| s(&["BF.ADD", "g", i])));
+    want.extend(grown.iter().map(|i| s(&format!("BF.ADD g {i}"))));
     // The AOF write may be postponed while a background fsync runs: poll.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
