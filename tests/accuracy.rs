@@ -34,20 +34,7 @@ fn madd_all(con: &mut redis::Connection, key: &str, items: &[Bytes]) -> (usize, 
 /// `command key item…` (BF.MADD or BF.MEXISTS) in batches of 1000, 20 batches per pipeline;
 /// one reply per item.
 fn batched(con: &mut redis::Connection, command: &str, key: &str, items: &[Bytes]) -> Vec<i64> {
-    let mut out = Vec::with_capacity(items.len());
-    for group in items.chunks(BATCH * 20) {
-        let mut p = redis::pipe();
-        for batch in group.chunks(BATCH) {
-            p.cmd(command).arg(key);
-            for i in batch {
-                p.arg(i.as_slice());
-            }
-        }
-        let replies: Vec<Vec<i64>> = p
-            .query(con)
-            .unwrap_or_else(|e| panic!("{command} {key}: {e}"));
-        out.extend(replies.into_iter().flatten());
-    }
+    let out = common::batched(con, command, key, items, BATCH);
     assert_eq!(out.len(), items.len());
     out
 }
@@ -204,15 +191,21 @@ fn measure(
     }
 }
 
-#[test]
-fn scaling_filter_grown_to_100k_items() {
+/// A fresh server with the filter of `BF.RESERVE args`, and a connection to it.
+fn reserved(args: &str) -> (Server, redis::Connection) {
     let server = Server::start();
     let mut con = server.conn();
-    let key = "acc-scaling";
-    let error = 0.01;
-    let _: () = common::cmd(format!("BF.RESERVE {key} {error} 1000 EXPANSION 2"))
+    let _: () = common::cmd(format!("BF.RESERVE {args}"))
         .query(&mut con)
         .unwrap();
+    (server, con)
+}
+
+#[test]
+fn scaling_filter_grown_to_100k_items() {
+    let key = "acc-scaling";
+    let error = 0.01;
+    let (_server, mut con) = reserved(&format!("{key} {error} 1000 EXPANSION 2"));
     let members = items("member:", 0..100_000);
     let (added, present) = madd_all(&mut con, key, &members);
     assert_eq!(added + present, members.len());
@@ -247,14 +240,10 @@ fn scaling_filter_grown_to_100k_items() {
 
 #[test]
 fn nonscaling_filter_filled_to_capacity() {
-    let server = Server::start();
-    let mut con = server.conn();
     let key = "acc-nonscaling";
     let error = 0.001;
     let capacity = 10_000u64;
-    let _: () = common::cmd(format!("BF.RESERVE {key} {error} {capacity} NONSCALING"))
-        .query(&mut con)
-        .unwrap();
+    let (_server, mut con) = reserved(&format!("{key} {error} {capacity} NONSCALING"));
     let mut members = items("ns-member:", 0..capacity as usize);
     let (added, present) = madd_all(&mut con, key, &members);
     assert_eq!(added + present, members.len());

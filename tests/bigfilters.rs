@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{attach_replica, info_num, proc_vm_bytes, scandump, Server};
+use common::{attach_replica, batched, info_num, proc_vm_bytes, scandump, Server};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -34,13 +34,7 @@ fn bf_info(con: &mut Connection, key: &str, field: &str) -> u64 {
 
 fn madd(con: &mut Connection, key: &str, prefix: &str, range: std::ops::Range<u64>) {
     let items: Vec<String> = range.map(|i| format!("{prefix}{i}")).collect();
-    for batch in items.chunks(20_000) {
-        let _: Vec<i64> = redis::cmd("BF.MADD")
-            .arg(key)
-            .arg(batch)
-            .query(con)
-            .unwrap();
-    }
+    batched(con, "BF.MADD", key, &items, 20_000);
 }
 
 /// Waits until the server and the module have nothing left to free in the background.

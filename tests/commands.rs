@@ -156,6 +156,13 @@ struct Ck {
 }
 
 impl Ck {
+    /// A fresh server (default settings) and a checker on it.
+    fn start() -> (Server, Ck) {
+        let s = Server::start();
+        let c = Ck::new(&s);
+        (s, c)
+    }
+
     fn new(s: &Server) -> Ck {
         Ck {
             port: s.port,
@@ -356,8 +363,7 @@ const ABC_L: [&str; 12] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"
 
 #[test]
 fn reserve_replies_ok_and_creates_the_described_filter() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE r2 0.01 1000", OK);
     c.is3("BF.RESERVE r3 0.01 1000", OK);
     for k in ["r2", "r3"] {
@@ -391,10 +397,14 @@ fn reserve_replies_ok_and_creates_the_described_filter() {
         &info1(true, "Expansion rate", Some(4)),
     );
     // Case-insensitive keywords and command name.
-    c.is("bf.reserve lc 0.01 100 expansion 3", OK);
-    c.is("BF.INFO lc EXPANSION", &info1(false, "", Some(3)));
-    c.is("Bf.Reserve lc2 0.01 100 NonScaling", OK);
-    c.is("BF.INFO lc2 EXPANSION", &info1(false, "", None));
+    for (cmd, want) in [
+        ("bf.reserve lc 0.01 100 expansion 3", OK),
+        ("BF.INFO lc EXPANSION", info1(false, "", Some(3)).as_str()),
+        ("Bf.Reserve lc2 0.01 100 NonScaling", OK),
+        ("BF.INFO lc2 EXPANSION", info1(false, "", None).as_str()),
+    ] {
+        c.is(cmd, want);
+    }
     // Double forms accepted by strtod: ".5", exponent, hex float (2^-7 -> first layer 2^-8).
     c.is("BF.RESERVE d1 .5 100", OK);
     c.is("BF.RESERVE d2 1e-3 100", OK);
@@ -418,8 +428,7 @@ fn reserve_replies_ok_and_creates_the_described_filter() {
 
 #[test]
 fn reserve_arity_errors() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let a = arity("bf.reserve");
     c.both("BF.RESERVE", &a);
     c.both("BF.RESERVE k", &a);
@@ -433,8 +442,7 @@ fn reserve_arity_errors() {
 
 #[test]
 fn reserve_error_rate_validation() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let bad = err("ERR bad error rate");
     let range = err("ERR (0 < error rate range < 1) "); // trailing space is part of the text
     for e in [
@@ -446,17 +454,20 @@ fn reserve_error_rate_validation() {
         c.both(["BF.RESERVE", "k", e, "100"], &range);
     }
     // Error rate is checked before the capacity (parse and range).
-    c.both("BF.RESERVE k abc abc", &bad);
-    c.both("BF.RESERVE k 2 abc", &range);
-    c.both("BF.RESERVE k 0 0", &range);
-    c.both("BF.RESERVE k 10.1 1000 EXPANSION 4", &range);
+    for (cmd, want) in [
+        ("BF.RESERVE k abc abc", &bad),
+        ("BF.RESERVE k 2 abc", &range),
+        ("BF.RESERVE k 0 0", &range),
+        ("BF.RESERVE k 10.1 1000 EXPANSION 4", &range),
+    ] {
+        c.both(cmd, want);
+    }
     c.is("DBSIZE", ":0\r\n");
 }
 
 #[test]
 fn reserve_capacity_validation() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let bad = err("ERR bad capacity");
     let range = err("ERR (capacity should be larger than 0)");
     for cap in [
@@ -485,8 +496,7 @@ fn reserve_capacity_validation() {
 
 #[test]
 fn reserve_expansion_and_nonscaling_validation() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let no_exp = err("ERR no expansion");
     let bad_exp = err("ERR bad expansion");
     let exp_range = err("ERR expansion should be greater or equal to 1");
@@ -528,8 +538,7 @@ fn reserve_expansion_and_nonscaling_validation() {
 fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
     // `docs/commands.md` ("Argument handling"): NONSCALING / EXPANSION are looked for only after the capacity, and
     // unknown trailing arguments are errors that create nothing.
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE nonscaling 0.01 100", OK);
     c.is("BF.INFO nonscaling EXPANSION", &ints(&[2]));
     c.both(
@@ -539,12 +548,16 @@ fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
             "bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:0 ratio:0.005",
         ]),
     );
-    c.is("BF.RESERVE NONSCALING 0.01 100", OK);
-    c.is("BF.INFO NONSCALING EXPANSION", &ints(&[2]));
-    c.is("BF.RESERVE expansion 0.01 100", OK);
-    c.is("BF.INFO expansion EXPANSION", &ints(&[2]));
-    c.is("BF.RESERVE EXPANSION 0.01 100 EXPANSION 5", OK);
-    c.is("BF.INFO EXPANSION EXPANSION", &ints(&[5]));
+    for (cmd, want) in [
+        ("BF.RESERVE NONSCALING 0.01 100", OK),
+        ("BF.INFO NONSCALING EXPANSION", ints(&[2]).as_str()),
+        ("BF.RESERVE expansion 0.01 100", OK),
+        ("BF.INFO expansion EXPANSION", ints(&[2]).as_str()),
+        ("BF.RESERVE EXPANSION 0.01 100 EXPANSION 5", OK),
+        ("BF.INFO EXPANSION EXPANSION", ints(&[5]).as_str()),
+    ] {
+        c.is(cmd, want);
+    }
     for args in [
         &["BF.RESERVE", "u1", "0.01", "100", "foo"][..],
         &["BF.RESERVE", "u1", "0.01", "100", "NONSCALING", "foo"][..],
@@ -562,8 +575,7 @@ fn reserve_keywords_only_after_capacity_and_unknown_args_rejected() {
 
 #[test]
 fn reserve_existing_key_and_wrong_type() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE dup 0.01 100", OK);
     c.both("BF.RESERVE dup 0.01 100", &err("ERR item exists"));
     c.both(
@@ -589,8 +601,7 @@ fn reserve_existing_key_and_wrong_type() {
 #[test]
 fn reserve_huge_capacity_is_an_error_not_a_crash() {
     // `docs/commands.md` ("Memory and failures"): RedisBloom 2.8 kills Redis 7.0 here; we answer an error and keep serving.
-    let mut s = Server::start();
-    let mut c = Ck::new(&s);
+    let (mut s, mut c) = Ck::start();
     c.is("SET guard alive", OK);
     c.is(
         "BF.RESERVE k 0.01 1000000000000000000",
@@ -620,8 +631,7 @@ fn reserve_huge_capacity_is_an_error_not_a_crash() {
 
 #[test]
 fn add_replies_and_auto_create_defaults() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.ADD a2 x", ":1\r\n");
     c.is("BF.ADD a2 x", ":0\r\n");
     c.is("BF.ADD a2 y", ":1\r\n");
@@ -662,12 +672,15 @@ fn add_replies_and_auto_create_defaults() {
 
 #[test]
 fn add_errors() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
-    c.both("BF.ADD", &arity("bf.add"));
-    c.both("BF.ADD k", &arity("bf.add"));
-    c.both("BF.ADD k a b", &arity("bf.add"));
-    c.both("bf.ADD k a b", &arity("bf.add"));
+    let (_s, mut c) = Ck::start();
+    for (cmd, want) in [
+        ("BF.ADD", arity("bf.add").as_str()),
+        ("BF.ADD k", arity("bf.add").as_str()),
+        ("BF.ADD k a b", arity("bf.add").as_str()),
+        ("bf.ADD k a b", arity("bf.add").as_str()),
+    ] {
+        c.both(cmd, want);
+    }
     c.absent("k");
     c.is("SET str v", OK);
     c.both("BF.ADD str a", WRONGTYPE);
@@ -686,8 +699,7 @@ fn add_errors() {
 
 #[test]
 fn madd_replies_and_stops_at_first_full_error() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.MADD m2 a b a", &ints(&[1, 1, 0]));
     c.is3("BF.MADD m3 a b a", &bools(&[true, true, false]));
     c.is("BF.MADD m2 c", &ints(&[1]));
@@ -695,12 +707,19 @@ fn madd_replies_and_stops_at_first_full_error() {
     c.is("BF.INFO m2", &info(false, 100, 240, 1, 3, Some(2)));
     c.is("BF.INFO m3", &info(false, 100, 240, 1, 2, Some(2)));
     // Stop after the first "full" error; the error is the last element, inline.
-    c.is("BF.RESERVE full 0.01 2 NONSCALING", OK);
-    c.is("BF.MADD full a b c d", &arr(&[":1\r\n", ":1\r\n", FULL]));
-    c.is("BF.MEXISTS full a b c d", &ints(&[1, 1, 0, 0]));
-    c.is("BF.CARD full", ":2\r\n");
-    c.is("BF.MADD full a b", &ints(&[0, 0]));
-    c.is("BF.MADD full a c b", &arr(&[":0\r\n", FULL]));
+    for (cmd, want) in [
+        ("BF.RESERVE full 0.01 2 NONSCALING", OK),
+        (
+            "BF.MADD full a b c d",
+            arr(&[":1\r\n", ":1\r\n", FULL]).as_str(),
+        ),
+        ("BF.MEXISTS full a b c d", ints(&[1, 1, 0, 0]).as_str()),
+        ("BF.CARD full", ":2\r\n"),
+        ("BF.MADD full a b", ints(&[0, 0]).as_str()),
+        ("BF.MADD full a c b", arr(&[":0\r\n", FULL]).as_str()),
+    ] {
+        c.is(cmd, want);
+    }
     c.is3("BF.MADD full b d a", &arr(&[F, FULL]));
     c.is("BF.RESERVE full3 0.01 2 NONSCALING", OK);
     c.is3("BF.MADD full3 a b c d", &arr(&[T, T, FULL]));
@@ -716,8 +735,7 @@ fn madd_replies_and_stops_at_first_full_error() {
 #[test]
 fn scaling_adds_layers_sized_by_expansion() {
     // `docs/format.md` ("The chain") example: BF.RESERVE 0.01 10 then 100 distinct adds -> 4 layers 10/20/40/80.
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE sc 0.01 10", OK);
     let items: Vec<String> = (0..100).map(|i| format!("item{i}")).collect();
     let mut args = vec!["BF.MADD", "sc"];
@@ -778,8 +796,7 @@ fn auto_create_uses_module_load_arguments() {
 
 #[test]
 fn insert_options_any_order_and_case() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let dbg_1000_0001 = |items: i64| {
         bulks(&[
             &format!("size:{items}"),
@@ -854,8 +871,7 @@ fn insert_options_any_order_and_case() {
 
 #[test]
 fn insert_items_after_items_keyword_are_items() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is(
         "BF.INSERT o5 ITEMS NOCREATE ITEMS CAPACITY",
         &ints(&[1, 1, 1]),
@@ -876,8 +892,7 @@ fn insert_items_after_items_keyword_are_items() {
 
 #[test]
 fn insert_stops_at_first_full_error() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is(
         "BF.INSERT f CAPACITY 3 NONSCALING ITEMS a b c d e",
         &arr(&[":1\r\n", ":1\r\n", ":1\r\n", FULL]),
@@ -897,8 +912,7 @@ fn insert_stops_at_first_full_error() {
 
 #[test]
 fn insert_errors() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let a = arity("bf.insert");
     // Arity and structure: ITEMS missing or empty, an option without its value.
     for args in [
@@ -993,8 +1007,7 @@ fn insert_errors() {
 
 #[test]
 fn exists_and_mexists() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.MADD k a b", &ints(&[1, 1]));
     c.is("BF.EXISTS k a", ":1\r\n");
     c.is("BF.EXISTS k zz", ":0\r\n");
@@ -1017,19 +1030,22 @@ fn exists_and_mexists() {
     c.is("BF.EXISTS h a", ":0\r\n");
     c.is3("BF.MEXISTS h a", &bools(&[false]));
     // Arity.
-    c.both("BF.EXISTS", &arity("bf.exists"));
-    c.both("BF.EXISTS k", &arity("bf.exists"));
-    c.both("BF.EXISTS k a b", &arity("bf.exists"));
-    c.both("BF.MEXISTS", &arity("bf.mexists"));
-    c.both("BF.MEXISTS k", &arity("bf.mexists"));
+    for (cmd, want) in [
+        ("BF.EXISTS", arity("bf.exists").as_str()),
+        ("BF.EXISTS k", arity("bf.exists").as_str()),
+        ("BF.EXISTS k a b", arity("bf.exists").as_str()),
+        ("BF.MEXISTS", arity("bf.mexists").as_str()),
+        ("BF.MEXISTS k", arity("bf.mexists").as_str()),
+    ] {
+        c.both(cmd, want);
+    }
     // Nothing above changed the filter.
     c.is("BF.CARD k", ":2\r\n");
 }
 
 #[test]
 fn card() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.both("BF.CARD nokey", ":0\r\n");
     c.absent("nokey");
     c.is("BF.RESERVE k 0.01 100", OK);
@@ -1048,8 +1064,7 @@ fn card() {
 
 #[test]
 fn info_full_and_single_field() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE i 0.001 100", OK);
     c.is("BF.ADD i one", ":1\r\n");
     c.is(
@@ -1100,17 +1115,20 @@ fn info_full_and_single_field() {
     c.both("BF.INFO nokey CAPACITY", NOT_FOUND);
     c.both("BF.INFO nokey bogus", NOT_FOUND);
     c.is("SET str v", OK);
-    c.both("BF.INFO str", WRONGTYPE);
-    c.both("BF.INFO str CAPACITY", WRONGTYPE);
-    c.both("BF.INFO str bogus", WRONGTYPE);
-    c.both("BF.INFO", &arity("bf.info"));
-    c.both("BF.INFO i CAPACITY SIZE", &arity("bf.info"));
+    for (cmd, want) in [
+        ("BF.INFO str", WRONGTYPE),
+        ("BF.INFO str CAPACITY", WRONGTYPE),
+        ("BF.INFO str bogus", WRONGTYPE),
+        ("BF.INFO", arity("bf.info").as_str()),
+        ("BF.INFO i CAPACITY SIZE", arity("bf.info").as_str()),
+    ] {
+        c.both(cmd, want);
+    }
 }
 
 #[test]
 fn debug_output() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     // GV1.
     c.is("BF.RESERVE gv1 0.01 1000", OK);
     c.is("BF.ADD gv1 hello", ":1\r\n");
@@ -1156,8 +1174,7 @@ fn debug_output() {
 
 #[test]
 fn scandump_golden_vectors() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     // GV1
     c.is("BF.RESERVE gv1 0.01 1000", OK);
     c.is("BF.ADD gv1 hello", ":1\r\n");
@@ -1223,8 +1240,7 @@ fn scandump_golden_vectors() {
 
 #[test]
 fn scandump_errors() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     c.both("BF.SCANDUMP nokey 0", NOT_FOUND);
     // The key is checked before the iterator.
     c.both("BF.SCANDUMP nokey abc", NOT_FOUND);
@@ -1250,8 +1266,7 @@ fn patched_gv1(offset: usize, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn loadchunk_header_validation() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let bad = "-ERR received bad data\r\n".as_bytes().to_vec();
     let mut headers: Vec<(&str, Vec<u8>)> = vec![
         ("garbage", b"garbage".to_vec()),
@@ -1367,8 +1382,7 @@ fn loadchunk_header_validation() {
 
 #[test]
 fn loadchunk_data_chunk_validation() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     // GV2: layer 1 = dump bytes 1..=8, layer 2 = 9..=24.
     c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
     let mut args = vec!["BF.MADD", "gv2"];
@@ -1436,8 +1450,7 @@ fn loadchunk_data_chunk_validation() {
 
 #[test]
 fn scandump_loadchunk_round_trip() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (s, mut c) = Ck::start();
     c.is("BF.RESERVE src 0.01 10 EXPANSION 3", OK);
     let items: Vec<String> = (0..60).map(|i| format!("n{i}")).collect();
     let mut args = vec!["BF.MADD", "src"];
@@ -1543,8 +1556,7 @@ fn commands_inside_multi_exec() {
 
 #[test]
 fn commands_inside_lua_scripts() {
-    let s = Server::start();
-    let mut c = Ck::new(&s);
+    let (_s, mut c) = Ck::start();
     let ev = |script: &'static str, keys: &[&'static str], argv: &[&'static str]| {
         let mut v = vec!["EVAL", script];
         v.push(["0", "1", "2"][keys.len()]);

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{cmd, config_set, info_num, proc_vm_bytes, Server};
+use common::{batched, cmd, config_set, info_num, proc_vm_bytes, Server};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -44,26 +44,12 @@ fn capacity_for(con: &mut Connection, bytes: u64) -> u64 {
 }
 
 fn madd(con: &mut Connection, key: &str, items: &[String]) {
-    for batch in items.chunks(10_000) {
-        let _: Vec<i64> = redis::cmd("BF.MADD")
-            .arg(key)
-            .arg(batch)
-            .query(con)
-            .unwrap();
-    }
+    batched(con, "BF.MADD", key, items, 10_000);
 }
 
 fn mexists(con: &mut Connection, key: &str, items: &[String]) -> Vec<bool> {
-    let mut out = Vec::new();
-    for batch in items.chunks(10_000) {
-        let v: Vec<i64> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg(batch)
-            .query(con)
-            .unwrap();
-        out.extend(v.into_iter().map(|x| x == 1));
-    }
-    out
+    let v = batched(con, "BF.MEXISTS", key, items, 10_000);
+    v.into_iter().map(|x| x == 1).collect()
 }
 
 /// Waits until the module's background thread has given back every freed page.

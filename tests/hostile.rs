@@ -253,28 +253,25 @@ fn interesting_f64(rng: &mut Rng) -> f64 {
     }
 }
 
+/// The `n`-th field of `v` whose body is of the kind `kind` accepts.
+fn nth_field(v: &mut ModuleValue, kind: impl Fn(&Body) -> bool, n: usize) -> Option<&mut Field> {
+    v.fields.iter_mut().filter(|f| kind(&f.body)).nth(n)
+}
+
 /// One structure-aware mutation of a module value.
 fn mutate_value(v: &mut ModuleValue, rng: &mut Rng) {
     let n = v.fields.len();
     let i = rng.below(n as u64) as usize;
     match rng.below(14) {
         0 => {
-            if let Some(f) = v
-                .fields
-                .iter_mut()
-                .filter(|f| matches!(f.body, Body::Unsigned(_)))
-                .nth(rng.below(8) as usize)
-            {
+            let pick = rng.below(8) as usize;
+            if let Some(f) = nth_field(v, |b| matches!(b, Body::Unsigned(_)), pick) {
                 f.body = Body::Unsigned(interesting_u64(rng));
             }
         }
         1 => {
-            if let Some(f) = v
-                .fields
-                .iter_mut()
-                .filter(|f| matches!(f.body, Body::Double(_)))
-                .nth(rng.below(4) as usize)
-            {
+            let pick = rng.below(4) as usize;
+            if let Some(f) = nth_field(v, |b| matches!(b, Body::Double(_)), pick) {
                 f.body = Body::Double(interesting_f64(rng).to_bits());
             }
         }
@@ -594,20 +591,16 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
     .into_iter()
     .map(|c| c.split(' ').map(String::from).collect())
     .collect();
-    cmds.push(
-        ["BF.MADD", "s4"]
-            .into_iter()
-            .map(String::from)
-            .chain((0..120).map(|i| format!("m{i}")))
-            .collect(),
-    );
-    cmds.push(
-        ["BF.MADD", "s6"]
-            .into_iter()
-            .map(String::from)
-            .chain((0..2000).map(|i| format!("n{i}")))
-            .collect(),
-    );
+    for (key, prefix, n) in [("s4", "m", 120), ("s6", "n", 2000)] {
+        let items = (0..n).map(|i| format!("{prefix}{i}"));
+        cmds.push(
+            ["BF.MADD", key]
+                .map(String::from)
+                .into_iter()
+                .chain(items)
+                .collect(),
+        );
+    }
     for c in &cmds {
         let v = raw(con, redis::cmd(&c[0]).arg(&c[1..]));
         assert!(err_of(&v).is_none(), "{c:?}: {v:?}");
@@ -637,16 +630,55 @@ fn make_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
 
 // ------------------------------------------------------------------------------------------
 
-#[test]
-fn restore_of_mutated_dump_payloads() {
-    let cases = cases();
-    const BATCH: usize = 100;
+/// Runs every command on `key` (a filter that `what` made) with [`exercise_key`], then
+/// deletes it; panics when the filter misbehaves.
+fn exercise_then_delete(con: &mut Connection, key: &[u8], case: usize, what: &str) {
+    if let Err(e) = exercise_key(con, key, case as u64) {
+        panic!("{what} {:?} misbehaves: {e}", String::from_utf8_lossy(key));
+    }
+    let _: i64 = cmd("DEL").arg(key).query(con).unwrap();
+}
+
+/// The server still answers once the batch of cases up to `case` has been exercised.
+fn assert_alive_after_batch(s: &mut Server, con: &mut Connection, case: usize) {
+    assert_alive(
+        s,
+        con,
+        &format!("after exercising batch ending at case {case}"),
+    );
+}
+
+/// FLUSHALL on `con`, then `used_memory` read on `meter`.
+fn flushed_used_memory(con: &mut Connection, meter: &mut Connection) -> u64 {
+    let _: () = cmd("FLUSHALL").query(con).unwrap();
+    used_memory(meter)
+}
+
+/// What a mutation run starts from: the number of cases, its start time, the seeded
+/// generator, a server refusing filters over `FUZZ_FILTER_LIMIT` bytes, a connection for memory
+/// readings and one for the cases, and the keys of the seed filters made on it.
+fn mutation_run() -> (
+    usize,
+    Instant,
+    Rng,
+    Server,
+    Connection,
+    Connection,
+    Vec<Vec<u8>>,
+) {
     let t0 = Instant::now();
-    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
-    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
-    let mut meter = s.conn();
+    let rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
+    let meter = s.conn();
     let mut con = s.conn();
     let seed_keys = make_seeds(&mut con);
+    (cases(), t0, rng, s, meter, con, seed_keys)
+}
+
+#[test]
+fn restore_of_mutated_dump_payloads() {
+    const BATCH: usize = 100;
+    let (cases, t0, mut rng, mut s, mut meter, mut con, seed_keys) = mutation_run();
     // Seeds: each filter's DUMP without and with LZF compression.
     let mut seeds: Vec<(Vec<u8>, [u8; 2], Option<ModuleValue>)> = Vec::new();
     for compression in ["no", "yes"] {
@@ -735,28 +767,17 @@ fn restore_of_mutated_dump_payloads() {
                             .or_default() += 1;
                         round_trip_failures.push(format!("{e}: {why}"));
                     }
-                    if let Err(e) = exercise_key(&mut con, key, case as u64) {
-                        panic!(
-                            "restored filter {:?} misbehaves: {e}",
-                            String::from_utf8_lossy(key)
-                        );
-                    }
-                    let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
+                    exercise_then_delete(&mut con, key, case, "restored filter");
                     "OK (valid filter, every command works)".to_string()
                 }
                 Some(e) => e,
             };
             *outcomes.entry(outcome).or_default() += 1;
         }
-        assert_alive(
-            &mut s,
-            &mut con,
-            &format!("after exercising batch ending at case {case}"),
-        );
+        assert_alive_after_batch(&mut s, &mut con, case);
         if case == warmup {
             // Warm-up done: allocator and server structures are in steady state.
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-            baseline = used_memory(&mut meter);
+            baseline = flushed_used_memory(&mut con, &mut meter);
             outcomes.clear();
             valid = 0;
             round_trip_failures.clear();
@@ -993,14 +1014,8 @@ fn mutate_header(h: &mut Header, rng: &mut Rng) {
 
 #[test]
 fn loadchunk_of_mutated_headers_and_chunks() {
-    let cases = cases();
     const BATCH: usize = 100;
-    let t0 = Instant::now();
-    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
-    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
-    let mut meter = s.conn();
-    let mut con = s.conn();
-    let seed_keys = make_seeds(&mut con);
+    let (cases, t0, mut rng, mut s, mut meter, mut con, seed_keys) = mutation_run();
     let seeds: Vec<Vec<(i64, Vec<u8>)>> = seed_keys.iter().map(|k| scandump(&mut con, k)).collect();
     let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
 
@@ -1096,23 +1111,12 @@ fn loadchunk_of_mutated_headers_and_chunks() {
                 if let Some(e) = dump_round_trip(&mut con, key) {
                     panic!("LOADCHUNKed filter {:?}: {e}", String::from_utf8_lossy(key));
                 }
-                if let Err(e) = exercise_key(&mut con, key, case as u64) {
-                    panic!(
-                        "LOADCHUNKed filter {:?} misbehaves: {e}",
-                        String::from_utf8_lossy(key)
-                    );
-                }
-                let _: i64 = cmd("DEL").arg(key).query(&mut con).unwrap();
+                exercise_then_delete(&mut con, key, case, "LOADCHUNKed filter");
             }
         }
-        assert_alive(
-            &mut s,
-            &mut con,
-            &format!("after exercising batch ending at case {case}"),
-        );
+        assert_alive_after_batch(&mut s, &mut con, case);
         if case == warmup {
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-            baseline = used_memory(&mut meter);
+            baseline = flushed_used_memory(&mut con, &mut meter);
             header_outcomes.clear();
             chunk_outcomes.clear();
             chunks_sent = 0;

@@ -682,49 +682,35 @@ fn loadchunk_header_mutations() {
     };
     let ok_layer = layer(8, 64, 3, 0.05, bpe, k, 0);
     let ok = || vec![ok_layer.clone()];
+    // Headers of chain size 3, options 13, growth 2 and one layer of size 3 (the bits per entry
+    // of 0.05): `ok_in` (size, filters, options, growth) with the valid layer, `one` with the
+    // layer (bytes, bits, error, hashes, n2); each row with its verdict.
+    let ok_in = |(size, filters, options, growth): (u64, u32, u32, u32)| {
+        header_bytes(size, filters, options, growth, &ok())
+    };
+    let one = |(bytes, bits, error, hashes, n2): (u64, u64, f64, u32, u8)| {
+        header_bytes(
+            3,
+            1,
+            13,
+            2,
+            &[layer(bytes, bits, 3, error, bpe, hashes, n2)],
+        )
+    };
+    const BAD: Option<bool> = Some(false);
+    const GOOD: Option<bool> = Some(true);
+    const EITHER: Option<bool> = None;
     let mut targeted: Vec<(&str, Vec<u8>, Option<bool>)> = vec![
-        ("valid", header_bytes(3, 1, 13, 2, &ok()), Some(true)),
-        ("nfilters 0", header_bytes(3, 0, 13, 2, &[]), Some(false)),
-        (
-            "nfilters 0 + a layer",
-            header_bytes(3, 0, 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "nfilters 2, one layer",
-            header_bytes(3, 2, 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "nfilters u32::MAX",
-            header_bytes(3, u32::MAX, 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "options 16",
-            header_bytes(3, 1, 16 | 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "options 2^31",
-            header_bytes(3, 1, 1 << 31, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "chain size 4 ≠ Σ 3",
-            header_bytes(4, 1, 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "chain size 2 ≠ Σ 3",
-            header_bytes(2, 1, 13, 2, &ok()),
-            Some(false),
-        ),
-        (
-            "growth 0 (not checked)",
-            header_bytes(3, 1, 13, 0, &ok()),
-            Some(true),
-        ),
+        ("valid", ok_in((3, 1, 13, 2)), GOOD),
+        ("nfilters 0", header_bytes(3, 0, 13, 2, &[]), BAD),
+        ("nfilters 0 + a layer", ok_in((3, 0, 13, 2)), BAD),
+        ("nfilters 2, one layer", ok_in((3, 2, 13, 2)), BAD),
+        ("nfilters u32::MAX", ok_in((3, u32::MAX, 13, 2)), BAD),
+        ("options 16", ok_in((3, 1, 16 | 13, 2)), BAD),
+        ("options 2^31", ok_in((3, 1, 1 << 31, 2)), BAD),
+        ("chain size 4 ≠ Σ 3", ok_in((4, 1, 13, 2)), BAD),
+        ("chain size 2 ≠ Σ 3", ok_in((2, 1, 13, 2)), BAD),
+        ("growth 0 (not checked)", ok_in((3, 1, 13, 0)), GOOD),
         (
             "Σ sizes overflows",
             header_bytes(
@@ -737,113 +723,37 @@ fn loadchunk_header_mutations() {
                     layer(8, 64, 1, 0.05, bpe, k, 0),
                 ],
             ),
-            Some(false),
+            BAD,
         ),
-        (
-            "error 0",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.0, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "error 1",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 1.0, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "error NaN",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, f64::NAN, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "error -0.05",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, -0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "error inf",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, f64::INFINITY, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "hashes k-1",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k - 1, 0)]),
-            Some(false),
-        ),
-        (
-            "hashes k+1",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k + 1, 0)]),
-            Some(false),
-        ),
-        (
-            "hashes 0",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, 0, 0)]),
-            Some(false),
-        ),
+        ("error 0", one((8, 64, 0.0, k, 0)), BAD),
+        ("error 1", one((8, 64, 1.0, k, 0)), BAD),
+        ("error NaN", one((8, 64, f64::NAN, k, 0)), BAD),
+        ("error -0.05", one((8, 64, -0.05, k, 0)), BAD),
+        ("error inf", one((8, 64, f64::INFINITY, k, 0)), BAD),
+        ("hashes k-1", one((8, 64, 0.05, k - 1, 0)), BAD),
+        ("hashes k+1", one((8, 64, 0.05, k + 1, 0)), BAD),
+        ("hashes 0", one((8, 64, 0.05, 0, 0)), BAD),
         // (unsigned)ceil(NaN) is undefined in C: either verdict.
         (
             "bpe NaN",
             header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, f64::NAN, k, 0)]),
-            None,
+            EITHER,
         ),
-        (
-            "bits 0",
-            header_bytes(3, 1, 13, 2, &[layer(8, 0, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "bytes 0, bits 0",
-            header_bytes(3, 1, 13, 2, &[layer(0, 0, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "bits 63",
-            header_bytes(3, 1, 13, 2, &[layer(8, 63, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "bits 72 ≠ 64",
-            header_bytes(3, 1, 13, 2, &[layer(8, 72, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "n2 6 (= log2 bits)",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 6)]),
-            Some(true),
-        ),
-        (
-            "n2 7 > log2 bits",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 7)]),
-            Some(false),
-        ),
-        (
-            "n2 63",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 63)]),
-            Some(false),
-        ),
-        (
-            "n2 64",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 64)]),
-            Some(false),
-        ),
-        (
-            "n2 255",
-            header_bytes(3, 1, 13, 2, &[layer(8, 64, 3, 0.05, bpe, k, 255)]),
-            Some(false),
-        ),
-        (
-            "bytes 2^60",
-            header_bytes(3, 1, 13, 2, &[layer(1 << 60, 1 << 63, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
-        (
-            "bytes 2^50",
-            header_bytes(3, 1, 13, 2, &[layer(1 << 50, 1 << 53, 3, 0.05, bpe, k, 0)]),
-            Some(false),
-        ),
+        ("bits 0", one((8, 0, 0.05, k, 0)), BAD),
+        ("bytes 0, bits 0", one((0, 0, 0.05, k, 0)), BAD),
+        ("bits 63", one((8, 63, 0.05, k, 0)), BAD),
+        ("bits 72 ≠ 64", one((8, 72, 0.05, k, 0)), BAD),
+        ("n2 6 (= log2 bits)", one((8, 64, 0.05, k, 6)), GOOD),
+        ("n2 7 > log2 bits", one((8, 64, 0.05, k, 7)), BAD),
+        ("n2 63", one((8, 64, 0.05, k, 63)), BAD),
+        ("n2 64", one((8, 64, 0.05, k, 64)), BAD),
+        ("n2 255", one((8, 64, 0.05, k, 255)), BAD),
+        ("bytes 2^60", one((1 << 60, 1 << 63, 0.05, k, 0)), BAD),
+        ("bytes 2^50", one((1 << 50, 1 << 53, 0.05, k, 0)), BAD),
         (
             "bytes 2^61 (bits overflow)",
-            header_bytes(3, 1, 13, 2, &[layer(1 << 61, 0, 3, 0.05, bpe, k, 0)]),
-            Some(false),
+            one((1 << 61, 0, 0.05, k, 0)),
+            BAD,
         ),
         (
             "two layers of 2^49 bytes",
@@ -857,7 +767,7 @@ fn loadchunk_header_mutations() {
                     layer(1 << 49, 1 << 52, 3, 0.05, bpe, k, 0),
                 ],
             ),
-            Some(false),
+            BAD,
         ),
     ];
     for (label, h, ok) in &targeted {

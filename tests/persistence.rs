@@ -40,6 +40,59 @@ fn items(prefix: &str, range: std::ops::Range<usize>) -> Vec<Bytes> {
     range.map(|i| format!("{prefix}{i}").into_bytes()).collect()
 }
 
+/// `BF.RESERVE key ARGS`: `args` as on the command line after the key (error rate, capacity,
+/// then `EXPANSION n` and `NONSCALING` when given).
+fn reserve(key: &[u8], args: &str) -> Op {
+    Op::Reserve {
+        key: key.to_vec(),
+        args: args.to_string(),
+    }
+}
+
+/// `BF.INSERT key OPTIONS ITEMS items…`: `options` as on the command line (`CAPACITY n`,
+/// `ERROR e`, `EXPANSION n`, `NONSCALING`, each when given).
+fn insert(key: &[u8], options: &str, items: Vec<Bytes>) -> Op {
+    Op::Insert {
+        key: key.to_vec(),
+        options: options.to_string(),
+        items,
+    }
+}
+
+/// The word after `name` in `words`, parsed; None without `name`.
+fn option_value<T: std::str::FromStr>(words: &[&str], name: &str) -> Option<T> {
+    let at = words.iter().position(|w| *w == name)?;
+    let value = words[at + 1];
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} {value}: not a number")),
+    )
+}
+
+fn madd(key: &[u8], items: Vec<Bytes>) -> Op {
+    Op::Madd {
+        key: key.to_vec(),
+        items,
+    }
+}
+
+/// A LOADCHUNK walk of `chain` with `items` added by the core.
+fn load(key: &[u8], chain: Chain, items: Vec<Bytes>) -> Op {
+    Op::Load {
+        key: key.to_vec(),
+        chain: chain_with_items(chain, &items),
+        items,
+    }
+}
+
+fn add(key: &[u8], item: Bytes) -> Op {
+    Op::Add {
+        key: key.to_vec(),
+        item,
+    }
+}
+
 fn probes() -> Vec<Bytes> {
     (0..PROBES)
         .map(|i| {
@@ -84,10 +137,8 @@ fn dbsize(con: &mut redis::Connection) -> usize {
 enum Op {
     Reserve {
         key: Bytes,
-        error: f64,
-        capacity: u64,
-        expansion: Option<u32>,
-        nonscaling: bool,
+        /// The arguments after the key as on the command line: error rate, capacity, options.
+        args: String,
     },
     Add {
         key: Bytes,
@@ -99,10 +150,8 @@ enum Op {
     },
     Insert {
         key: Bytes,
-        capacity: Option<u64>,
-        error: Option<f64>,
-        expansion: Option<u32>,
-        nonscaling: bool,
+        /// The options as on the command line, before `ITEMS`.
+        options: String,
         items: Vec<Bytes>,
     },
     /// LOADCHUNK walk of a chain built with the core from `items`.
@@ -136,21 +185,10 @@ impl Op {
 
     fn commands(&self) -> Vec<redis::Cmd> {
         match self {
-            Op::Reserve {
-                key,
-                error,
-                capacity,
-                expansion,
-                nonscaling,
-            } => {
+            Op::Reserve { key, args } => {
                 let mut c = cmd("BF.RESERVE");
-                c.arg(key.as_slice()).arg(error.to_string()).arg(*capacity);
-                if let Some(x) = expansion {
-                    c.arg("EXPANSION").arg(*x);
-                }
-                if *nonscaling {
-                    c.arg("NONSCALING");
-                }
+                c.arg(key.as_slice())
+                    .arg(args.split_whitespace().collect::<Vec<_>>());
                 vec![c]
             }
             Op::Add { key, item } => {
@@ -168,26 +206,12 @@ impl Op {
             }
             Op::Insert {
                 key,
-                capacity,
-                error,
-                expansion,
-                nonscaling,
+                options,
                 items,
             } => {
                 let mut c = cmd("BF.INSERT");
                 c.arg(key.as_slice());
-                if let Some(x) = capacity {
-                    c.arg("CAPACITY").arg(*x);
-                }
-                if let Some(x) = error {
-                    c.arg("ERROR").arg(x.to_string());
-                }
-                if let Some(x) = expansion {
-                    c.arg("EXPANSION").arg(*x);
-                }
-                if *nonscaling {
-                    c.arg("NONSCALING");
-                }
+                c.arg(options.split_whitespace().collect::<Vec<_>>());
                 c.arg("ITEMS");
                 for i in items {
                     c.arg(i.as_slice());
@@ -285,19 +309,14 @@ impl Model {
         for op in ops {
             let (dc, de) = (self.default_capacity, self.default_error);
             match op {
-                Op::Reserve {
-                    key,
-                    error,
-                    capacity,
-                    expansion,
-                    nonscaling,
-                } => {
+                Op::Reserve { key, args } => {
                     assert!(!self.keys.contains_key(key));
+                    let w: Vec<&str> = args.split_whitespace().collect();
                     let c = Chain::new(
-                        *capacity,
-                        *error,
-                        expansion.unwrap_or(2),
-                        *nonscaling,
+                        w[1].parse().unwrap(),
+                        w[0].parse().unwrap(),
+                        option_value(&w, "EXPANSION").unwrap_or(2),
+                        w.contains(&"NONSCALING"),
                         u64::MAX,
                     )
                     .unwrap();
@@ -320,18 +339,16 @@ impl Model {
                 }
                 Op::Insert {
                     key,
-                    capacity,
-                    error,
-                    expansion,
-                    nonscaling,
+                    options,
                     items,
                 } => {
+                    let w: Vec<&str> = options.split_whitespace().collect();
                     let c = self.keys.entry(key.clone()).or_insert_with(|| {
                         Chain::new(
-                            capacity.unwrap_or(dc),
-                            error.unwrap_or(de),
-                            expansion.unwrap_or(2),
-                            *nonscaling,
+                            option_value(&w, "CAPACITY").unwrap_or(dc),
+                            option_value(&w, "ERROR").unwrap_or(de),
+                            option_value(&w, "EXPANSION").unwrap_or(2),
+                            w.contains(&"NONSCALING"),
                             u64::MAX,
                         )
                         .unwrap()
@@ -380,42 +397,21 @@ const BIN_KEY: &[u8] = b"bin\x00key \xff\r\n";
 fn base_ops() -> Vec<Op> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut ops = Vec::new();
-    // Scaling, several layers (50, 100, 200, 400).
-    ops.push(Op::Reserve {
-        key: b"scaling".to_vec(),
-        error: 0.01,
-        capacity: 50,
-        expansion: None,
-        nonscaling: false,
-    });
-    for b in 0..6 {
-        ops.push(Op::Madd {
-            key: b"scaling".to_vec(),
-            items: items("s:", b * 100..(b + 1) * 100),
-        });
-    }
-    // NONSCALING filled to its capacity.
-    ops.push(Op::Reserve {
-        key: b"ns".to_vec(),
-        error: 0.001,
-        capacity: 300,
-        expansion: None,
-        nonscaling: true,
-    });
-    for b in 0..3 {
-        ops.push(Op::Madd {
-            key: b"ns".to_vec(),
-            items: items("n:", b * 100..(b + 1) * 100),
-        });
+    // Scaling, several layers (50, 100, 200, 400); NONSCALING filled to its capacity; custom
+    // expansions. Each: BF.RESERVE, then batches of BF.MADD.
+    for (key, reserve_args, prefix, batches, per_batch) in [
+        (&b"scaling"[..], "0.01 50", "s:", 6, 100),
+        (b"ns", "0.001 300 NONSCALING", "n:", 3, 100),
+        (b"exp5", "0.05 10 EXPANSION 5", "x5:", 4, 100),
+        (b"exp1", "0.1 16 EXPANSION 1", "x1:", 5, 20),
+    ] {
+        ops.push(reserve(key, reserve_args));
+        for b in 0..batches {
+            ops.push(madd(key, items(prefix, b * per_batch..(b + 1) * per_batch)));
+        }
     }
     // Binary key name and binary items (empty, NUL bytes, all single bytes, a 4 KiB blob).
-    ops.push(Op::Reserve {
-        key: BIN_KEY.to_vec(),
-        error: 0.02,
-        capacity: 100,
-        expansion: Some(3),
-        nonscaling: false,
-    });
+    ops.push(reserve(BIN_KEY, "0.02 100 EXPANSION 3"));
     let mut bin: Vec<Bytes> = vec![
         b"".to_vec(),
         b"\x00".to_vec(),
@@ -432,134 +428,47 @@ fn base_ops() -> Vec<Op> {
         bin.push(rng.bytes(n));
     }
     for chunk in bin.chunks(150) {
-        ops.push(Op::Madd {
-            key: BIN_KEY.to_vec(),
-            items: chunk.to_vec(),
-        });
-    }
-    // Custom expansions.
-    ops.push(Op::Reserve {
-        key: b"exp5".to_vec(),
-        error: 0.05,
-        capacity: 10,
-        expansion: Some(5),
-        nonscaling: false,
-    });
-    for b in 0..4 {
-        ops.push(Op::Madd {
-            key: b"exp5".to_vec(),
-            items: items("x5:", b * 100..(b + 1) * 100),
-        });
-    }
-    ops.push(Op::Reserve {
-        key: b"exp1".to_vec(),
-        error: 0.1,
-        capacity: 16,
-        expansion: Some(1),
-        nonscaling: false,
-    });
-    for b in 0..5 {
-        ops.push(Op::Madd {
-            key: b"exp1".to_vec(),
-            items: items("x1:", b * 20..(b + 1) * 20),
-        });
+        ops.push(madd(BIN_KEY, chunk.to_vec()));
     }
     // Implicit creation: BF.ADD, BF.MADD, BF.INSERT with and without parameters.
     for i in 0..250 {
-        ops.push(Op::Add {
-            key: b"auto-add".to_vec(),
-            item: format!("aa:{i}").into_bytes(),
-        });
+        ops.push(add(b"auto-add", format!("aa:{i}").into_bytes()));
     }
-    ops.push(Op::Madd {
-        key: b"auto-madd".to_vec(),
-        items: items("am:", 0..50),
-    });
-    ops.push(Op::Madd {
-        key: b"auto-madd".to_vec(),
-        items: items("am:", 50..200),
-    });
-    ops.push(Op::Insert {
-        key: b"ins".to_vec(),
-        capacity: Some(30),
-        error: Some(0.02),
-        expansion: Some(4),
-        nonscaling: false,
-        items: items("in:", 0..200),
-    });
-    ops.push(Op::Insert {
-        key: b"ins-ns".to_vec(),
-        capacity: Some(500),
-        error: Some(0.005),
-        expansion: None,
-        nonscaling: true,
-        items: items("ins-ns:", 0..100),
-    });
-    ops.push(Op::Insert {
-        key: b"ins-ns-exp".to_vec(),
-        capacity: Some(20),
-        error: None,
-        expansion: Some(3),
-        nonscaling: true,
-        items: items("ins-ns-exp:", 0..10),
-    });
-    ops.push(Op::Insert {
-        key: b"ins-defaults".to_vec(),
-        capacity: None,
-        error: None,
-        expansion: None,
-        nonscaling: false,
-        items: items("id:", 0..150),
-    });
-    ops.push(Op::Insert {
-        key: b"ins-cap".to_vec(),
-        capacity: Some(20),
-        error: None,
-        expansion: None,
-        nonscaling: false,
-        items: items("ic:", 0..70),
-    });
+    ops.push(madd(b"auto-madd", items("am:", 0..50)));
+    ops.push(madd(b"auto-madd", items("am:", 50..200)));
+    ops.push(insert(
+        b"ins",
+        "CAPACITY 30 ERROR 0.02 EXPANSION 4",
+        items("in:", 0..200),
+    ));
+    ops.push(insert(
+        b"ins-ns",
+        "CAPACITY 500 ERROR 0.005 NONSCALING",
+        items("ins-ns:", 0..100),
+    ));
+    ops.push(insert(
+        b"ins-ns-exp",
+        "CAPACITY 20 EXPANSION 3 NONSCALING",
+        items("ins-ns-exp:", 0..10),
+    ));
+    ops.push(insert(b"ins-defaults", "", items("id:", 0..150)));
+    ops.push(insert(b"ins-cap", "CAPACITY 20", items("ic:", 0..70)));
     // Empty filter.
-    ops.push(Op::Reserve {
-        key: b"empty".to_vec(),
-        error: 0.01,
-        capacity: 1000,
-        expansion: None,
-        nonscaling: false,
-    });
+    ops.push(reserve(b"empty", "0.01 1000"));
     // One 19 775 360-byte layer: two SCANDUMP chunks (16 MiB + rest).
-    ops.push(Op::Reserve {
-        key: b"big".to_vec(),
-        error: 0.001,
-        capacity: 10_000_000,
-        expansion: None,
-        nonscaling: false,
-    });
-    ops.push(Op::Madd {
-        key: b"big".to_vec(),
-        items: items("big:", 0..1000),
-    });
+    ops.push(reserve(b"big", "0.001 10000000"));
+    ops.push(madd(b"big", items("big:", 0..1000)));
     // Made by LOADCHUNK (modern and legacy 32-bit), then grown by the module.
-    let ld = items("ld:", 0..200);
-    ops.push(Op::Load {
-        key: b"loaded".to_vec(),
-        chain: chain_with_items(Chain::new(40, 0.03, 3, false, u64::MAX).unwrap(), &ld),
-        items: ld,
-    });
-    ops.push(Op::Madd {
-        key: b"loaded".to_vec(),
-        items: items("ld:", 200..400),
-    });
+    let chain = Chain::new(40, 0.03, 3, false, u64::MAX).unwrap();
+    ops.push(load(b"loaded", chain, items("ld:", 0..200)));
+    ops.push(madd(b"loaded", items("ld:", 200..400)));
     let lg = items("lg:", 0..150);
     ops.push(Op::Load {
         key: b"legacy".to_vec(),
         chain: legacy_chain(&lg),
         items: lg,
     });
-    ops.push(Op::Madd {
-        key: b"legacy".to_vec(),
-        items: items("lg:", 150..400),
-    });
+    ops.push(madd(b"legacy", items("lg:", 150..400)));
     ops
 }
 
@@ -606,20 +515,7 @@ fn scandump_walk(con: &mut redis::Connection, key: &[u8]) -> Vec<(i64, Bytes)> {
 }
 
 fn mexists(con: &mut redis::Connection, key: &[u8], items: &[Bytes]) -> Vec<i64> {
-    let mut out = Vec::with_capacity(items.len());
-    for group in items.chunks(20_000) {
-        let mut p = redis::pipe();
-        for batch in group.chunks(1000) {
-            p.cmd("BF.MEXISTS").arg(key);
-            for i in batch {
-                p.arg(i.as_slice());
-            }
-        }
-        let replies: Vec<Vec<i64>> = p
-            .query(con)
-            .unwrap_or_else(|e| panic!("BF.MEXISTS {}: {e}", show(key)));
-        out.extend(replies.into_iter().flatten());
-    }
+    let out = common::batched(con, "BF.MEXISTS", key, items, 1000);
     assert_eq!(out.len(), items.len());
     out
 }
@@ -1060,37 +956,12 @@ fn keyword_value<'a>(args: &'a [Bytes], word: &str) -> Option<&'a [u8]> {
 /// replicated (`docs/commands.md` "Replication and AOF").
 fn dup_ops() -> Vec<Op> {
     vec![
-        Op::Reserve {
-            key: b"dup".to_vec(),
-            error: 0.01,
-            capacity: 100,
-            expansion: None,
-            nonscaling: false,
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"x".to_vec(),
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"x".to_vec(),
-        },
-        Op::Madd {
-            key: b"dup".to_vec(),
-            items: vec![b"x".to_vec(), b"x".to_vec()],
-        },
-        Op::Insert {
-            key: b"dup".to_vec(),
-            capacity: None,
-            error: None,
-            expansion: None,
-            nonscaling: false,
-            items: vec![b"x".to_vec()],
-        },
-        Op::Add {
-            key: b"dup".to_vec(),
-            item: b"y".to_vec(),
-        },
+        reserve(b"dup", "0.01 100"),
+        add(b"dup", b"x".to_vec()),
+        add(b"dup", b"x".to_vec()),
+        madd(b"dup", vec![b"x".to_vec(), b"x".to_vec()]),
+        insert(b"dup", "", vec![b"x".to_vec()]),
+        add(b"dup", b"y".to_vec()),
     ]
 }
 
@@ -1458,99 +1329,38 @@ fn scandump_loadchunk_copies_on_same_and_other_server() {
 fn late_ops() -> Vec<Op> {
     let mut ops = Vec::new();
     for i in 0..300 {
-        ops.push(Op::Add {
-            key: b"late-add".to_vec(),
-            item: format!("la:{i}").into_bytes(),
-        });
+        ops.push(add(b"late-add", format!("la:{i}").into_bytes()));
     }
-    ops.push(Op::Madd {
-        key: b"late-madd".to_vec(),
-        items: items("lm:", 0..120),
-    });
-    ops.push(Op::Insert {
-        key: b"late-ins".to_vec(),
-        capacity: None,
-        error: None,
-        expansion: None,
-        nonscaling: false,
-        items: items("li:", 0..50),
-    });
-    ops.push(Op::Insert {
-        key: b"late-ins-cap".to_vec(),
-        capacity: Some(20),
-        error: None,
-        expansion: None,
-        nonscaling: false,
-        items: items("lc:", 0..60),
-    });
-    ops.push(Op::Insert {
-        key: b"late-ins-err".to_vec(),
-        capacity: None,
-        error: Some(0.001),
-        expansion: Some(3),
-        nonscaling: false,
-        items: items("le:", 0..40),
-    });
-    ops.push(Op::Insert {
-        key: b"late-ins-ns".to_vec(),
-        capacity: None,
-        error: None,
-        expansion: None,
-        nonscaling: true,
-        items: items("ln:", 0..30),
-    });
-    ops.push(Op::Insert {
-        key: b"late-ins-ns-exp".to_vec(),
-        capacity: Some(40),
-        error: None,
-        expansion: Some(5),
-        nonscaling: true,
-        items: items("lx:", 0..30),
-    });
+    ops.push(madd(b"late-madd", items("lm:", 0..120)));
+    ops.push(insert(b"late-ins", "", items("li:", 0..50)));
+    ops.push(insert(b"late-ins-cap", "CAPACITY 20", items("lc:", 0..60)));
+    ops.push(insert(
+        b"late-ins-err",
+        "ERROR 0.001 EXPANSION 3",
+        items("le:", 0..40),
+    ));
+    ops.push(insert(b"late-ins-ns", "NONSCALING", items("ln:", 0..30)));
+    ops.push(insert(
+        b"late-ins-ns-exp",
+        "CAPACITY 40 EXPANSION 5 NONSCALING",
+        items("lx:", 0..30),
+    ));
     let mut bin_key = b"late\x00bin\xff".to_vec();
     bin_key.push(0);
-    ops.push(Op::Add {
-        key: bin_key.clone(),
-        item: b"".to_vec(),
-    });
-    ops.push(Op::Madd {
-        key: bin_key,
-        items: vec![b"\x00".to_vec(), b"\x00\x01".to_vec(), b"".to_vec()],
-    });
+    ops.push(add(&bin_key, b"".to_vec()));
+    ops.push(madd(
+        &bin_key,
+        vec![b"\x00".to_vec(), b"\x00\x01".to_vec(), b"".to_vec()],
+    ));
+    let chain = Chain::new(25, 0.01, 2, false, u64::MAX).unwrap();
+    ops.push(load(b"late-load", chain, items("ll:", 0..80)));
     // Existing filters keep growing; adds that change nothing.
-    ops.push(Op::Madd {
-        key: b"scaling".to_vec(),
-        items: items("s:", 600..900),
-    });
-    ops.push(Op::Madd {
-        key: b"scaling".to_vec(),
-        items: items("s:", 0..50),
-    });
-    ops.push(Op::Add {
-        key: b"auto-add".to_vec(),
-        item: b"aa:0".to_vec(),
-    });
-    ops.push(Op::Madd {
-        key: b"legacy".to_vec(),
-        items: items("lg:", 400..500),
-    });
-    ops.push(Op::Reserve {
-        key: b"late-res".to_vec(),
-        error: 0.02,
-        capacity: 10,
-        expansion: Some(2),
-        nonscaling: false,
-    });
-    ops.push(Op::Madd {
-        key: b"late-res".to_vec(),
-        items: items("lr:", 0..45),
-    });
-    let ll = items("ll:", 0..80);
-    ops.push(Op::Load {
-        key: b"late-load".to_vec(),
-        chain: chain_with_items(Chain::new(25, 0.01, 2, false, u64::MAX).unwrap(), &ll),
-        items: ll,
-    });
+    ops.push(madd(b"scaling", items("s:", 600..900)));
+    ops.push(madd(b"scaling", items("s:", 0..50)));
+    ops.push(add(b"auto-add", b"aa:0".to_vec()));
+    ops.push(madd(b"legacy", items("lg:", 400..500)));
+    ops.push(reserve(b"late-res", "0.02 10 EXPANSION 2"));
+    ops.push(madd(b"late-res", items("lr:", 0..45)));
     ops
 }
 

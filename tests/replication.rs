@@ -195,42 +195,20 @@ fn write(con: &mut Connection, f: usize, r: Range<usize>) {
                 let v = raw_pipe(con, &p, group.len());
                 assert_acks(&v, "BF.ADD");
             }
-            1 if n % 2 == 1 => {
-                let v = query(
-                    con,
-                    common::cmd("BF.INSERT")
-                        .arg(&k)
-                        .arg(common::split_args("NOCREATE ITEMS"))
-                        .arg(group),
-                    "INSERT NOCREATE",
-                );
-                assert_acks(&[v], "BF.INSERT NOCREATE");
-            }
-            4 => {
-                let v = query(
-                    con,
-                    common::cmd("BF.INSERT")
-                        .arg(&k)
-                        .arg(common::split_args(
-                            "CAPACITY 300 ERROR 0.005 EXPANSION 3 ITEMS",
-                        ))
-                        .arg(group),
-                    "INSERT",
-                );
-                assert_acks(&[v], "BF.INSERT");
-            }
-            5 => {
-                let v = query(
-                    con,
-                    common::cmd("BF.INSERT")
-                        .arg(&k)
-                        .arg(common::split_args(
-                            "CAPACITY 5000 ERROR 0.01 NONSCALING ITEMS",
-                        ))
-                        .arg(group),
-                    "INSERT NONSCALING",
-                );
-                assert_acks(&[v], "BF.INSERT NONSCALING");
+            // BF.INSERT with these options (kind 1: on every other group).
+            kind @ (1 | 4 | 5) if kind != 1 || n % 2 == 1 => {
+                for (with, options) in [
+                    (1, "NOCREATE ITEMS"),
+                    (4, "CAPACITY 300 ERROR 0.005 EXPANSION 3 ITEMS"),
+                    (5, "CAPACITY 5000 ERROR 0.01 NONSCALING ITEMS"),
+                ] {
+                    if kind == with {
+                        let mut insert = common::cmd("BF.INSERT");
+                        insert.arg(&k).arg(common::split_args(options)).arg(group);
+                        let v = query(con, &insert, options);
+                        assert_acks(&[v], &format!("BF.INSERT {options}"));
+                    }
+                }
             }
             _ => {
                 let v = query(con, common::cmd("BF.MADD").arg(&k).arg(group), "MADD");
@@ -318,6 +296,12 @@ fn wait_replicas(con: &mut Connection, n: i64) {
     assert!(acked >= n, "WAIT: {acked} of {n} replicas acknowledged");
 }
 
+/// Restarts replica `a` and waits (30 s at most) until its link to the primary is up.
+fn restart_and_relink(a: &mut Server, what: &str) {
+    a.restart(&[]);
+    wait_until(what, Duration::from_secs(30), || link_up(a.port));
+}
+
 fn link_up(port: u16) -> bool {
     redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
@@ -396,23 +380,13 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
     // SHUTDOWN SAVE writes the replica's RDB with its replication id and offset.
     let _ = common::cmd("SHUTDOWN SAVE").query::<()>(&mut a.conn());
     let p2 = at(16);
-    a.restart(&[]);
-    wait_until(
-        "replica A link after restart",
-        Duration::from_secs(30),
-        || link_up(a.port),
-    );
+    restart_and_relink(&mut a, "replica A link after restart");
     let partial_after = info_u64(&mut pc, "stats", "sync_partial_ok");
     let p3 = at(26);
     a.kill();
     let _ = std::fs::remove_file(a.dir.path().join("dump.rdb"));
     let p4 = at(34);
-    a.restart(&[]);
-    wait_until(
-        "replica A link after crash",
-        Duration::from_secs(30),
-        || link_up(a.port),
-    );
+    restart_and_relink(&mut a, "replica A link after crash");
     let full_after = info_u64(&mut pc, "stats", "sync_full");
     let p5 = progress.load(Ordering::SeqCst);
     writer.join().expect("writer");

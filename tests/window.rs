@@ -340,25 +340,38 @@ fn info_and_errors() {
     assert_eq!(card, 3);
 }
 
+/// A server started with `options` and window filter `key` on it (0.01, capacity 400, window
+/// 1200 ms) after six 300 ms generations of `per_generation` items each (more than capacity /
+/// 4 = 100, so generations grow) and 50 more items; a connection and the filter's SCANDUMP
+/// walk.
+fn grown_window(
+    options: &[(&str, &str)],
+    key: &str,
+    per_generation: usize,
+) -> (Server, Connection, Vec<(i64, Vec<u8>)>) {
+    let server = Server::start_with(&[], options);
+    let mut con = server.conn();
+    reserve(&mut con, key, 0.01, 400, 1200);
+    for g in 0..6 {
+        madd(
+            &mut con,
+            key,
+            &items(&format!("{key}{g}"), 0..per_generation),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    madd(&mut con, key, &items("last", 0..50));
+    let dump = scandump(&mut con, key.as_bytes());
+    (server, con, dump)
+}
+
 /// The state is byte-identical after DEBUG RELOAD, an AOF rewrite + reload and a restart,
 /// and after DUMP/RESTORE and COPY; SCANDUMP → LOADCHUNK rebuilds it exactly.
 #[test]
 fn persistence_is_byte_identical() {
-    let mut server = Server::start_with(&[], &[("appendonly", "yes")]);
-    let mut con = server.conn();
-    reserve(&mut con, "p", 0.01, 400, 1200);
-    for g in 0..6 {
-        // 250 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
-        madd(&mut con, "p", &items(&format!("p{g}"), 0..250));
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    madd(&mut con, "p", &items("last", 0..50));
-    let dump = scandump(&mut con, b"p");
-    assert!(
-        dump.len() >= 4,
-        "several generations and layers: {}",
-        dump.len()
-    );
+    let (mut server, mut con, dump) = grown_window(&[("appendonly", "yes")], "p", 250);
+    let n = dump.len();
+    assert!(n >= 4, "several generations and layers: {n}");
     let d = digest(&mut con, "p");
     let check = |con: &mut Connection, what: &str| {
         assert_eq!(scandump(con, b"p"), dump, "{what}");
@@ -666,14 +679,20 @@ fn info_bf_counts_window_filters() {
     }
 }
 
+/// A fresh server and a stepper on it.
+fn stepper() -> (Server, common::Steps) {
+    let server = Server::start();
+    let t = common::Steps::new(&server);
+    (server, t)
+}
+
 /// The module configs apply to window filters as to plain ones: BF.INSERT … WINDOW without
 /// CAPACITY / ERROR / EXPANSION takes `bf.initial-size`, `bf.error-rate` and
 /// `bf.expansion-factor` (0: non-scaling), and `bf.max-filter-bytes` refuses a window whose
 /// generation array would be larger.
 #[test]
 fn module_configs_apply_to_window_filters() {
-    let server = Server::start();
-    let mut t = common::Steps::new(&server);
+    let (_server, mut t) = stepper();
     // Each generation's first layer takes a quarter of the capacity at a sixth of the error.
     t.steps(
         r#"
@@ -706,8 +725,7 @@ fn module_configs_apply_to_window_filters() {
 /// an arity error, and an error rate no layer can be sized for is refused as a config.
 #[test]
 fn admission_and_edges() {
-    let server = Server::start();
-    let mut t = common::Steps::new(&server);
+    let (server, mut t) = stepper();
     t.steps(
         r#"
         BF.RESERVE probe 0.01 400000 WINDOW 60000                      -> OK
@@ -894,6 +912,17 @@ fn next_generation(window: u64) {
     sleep_until((now() / quarter + 1) * quarter + 30);
 }
 
+/// Every item of `items` that `busy` holds on `src`, `copy` holds on `dst` too.
+fn assert_none_lost(src: &mut Connection, dst: &mut Connection, items: &[String]) {
+    let l = lost(src, dst, "busy", "copy", items);
+    assert!(
+        l.is_empty(),
+        "{} lost, first {:?}",
+        l.len(),
+        &l[..l.len().min(5)]
+    );
+}
+
 /// Items of `items` that `src` holds but the copy does not (a false negative of the copy).
 fn lost(
     src: &mut Connection,
@@ -954,13 +983,7 @@ fn scandump_walk_of_a_changing_window_filter() {
             held >= 800,
             "the source still holds generations 1–4: {held}"
         );
-        let l = lost(&mut src, &mut dst, "busy", "copy", &pre);
-        assert!(
-            l.is_empty(),
-            "{} lost, first {:?}",
-            l.len(),
-            &l[..l.len().min(5)]
-        );
+        assert_none_lost(&mut src, &mut dst, &pre);
     }
 
     // 2. The generation the walk is in dropped under it: the source refuses the next step.
@@ -993,13 +1016,7 @@ fn scandump_walk_of_a_changing_window_filter() {
     }
     assert!(done, "no walk completed in 10 attempts");
     let all: Vec<String> = [pre, later, items("drop", 0..10), items("burst", 0..400)].concat();
-    let l = lost(&mut src, &mut dst, "busy", "copy", &all);
-    assert!(
-        l.is_empty(),
-        "{} lost, first {:?}",
-        l.len(),
-        &l[..l.len().min(5)]
-    );
+    assert_none_lost(&mut src, &mut dst, &all);
     assert!(mexists(&mut dst, "copy", &items("burst", 0..400))
         .iter()
         .all(|x| *x == 1));
@@ -1011,21 +1028,9 @@ fn scandump_walk_of_a_changing_window_filter() {
 /// give the same bytes.
 #[test]
 fn aof_rewrite_without_preamble_replays_window_walks() {
-    let mut server = Server::start_with(&[], common::AOF_NO_PREAMBLE);
-    let mut con = server.conn();
-    reserve(&mut con, "a", 0.01, 400, 1200);
-    for g in 0..6 {
-        // 150 items per 300 ms generation: more than capacity / 4 = 100, so generations grow.
-        madd(&mut con, "a", &items(&format!("a{g}"), 0..150));
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    madd(&mut con, "a", &items("last", 0..50));
-    let dump = scandump(&mut con, b"a");
-    assert!(
-        dump.len() >= 6,
-        "several generations and layers: {}",
-        dump.len()
-    );
+    let (mut server, mut con, dump) = grown_window(common::AOF_NO_PREAMBLE, "a", 150);
+    let n = dump.len();
+    assert!(n >= 6, "several generations and layers: {n}");
     assert!(
         dump[1..].iter().any(|(it, _)| *it >= 1 << 36),
         "generation-tagged iterators"

@@ -511,6 +511,31 @@ pub fn crc64(data: &[u8]) -> u64 {
     crc
 }
 
+/// `command key item…` (BF.MADD or BF.MEXISTS) over `items`, `batch` items a command and 20
+/// commands a pipeline; the replies of all the commands, one per item, in order.
+pub fn batched<K, T>(
+    con: &mut impl redis::ConnectionLike,
+    command: &str,
+    key: K,
+    items: &[T],
+    batch: usize,
+) -> Vec<i64>
+where
+    K: redis::ToRedisArgs,
+    T: redis::ToRedisArgs,
+{
+    let mut out = Vec::with_capacity(items.len());
+    for group in items.chunks(batch * 20) {
+        let mut p = redis::pipe();
+        for b in group.chunks(batch) {
+            p.cmd(command).arg(&key).arg(b);
+        }
+        let replies: Vec<Vec<i64>> = p.query(con).unwrap_or_else(|e| panic!("{command}: {e}"));
+        out.extend(replies.into_iter().flatten());
+    }
+    out
+}
+
 /// The whole SCANDUMP walk of a key: `(iterator, bytes)` pairs from the header (iterator 0) to
 /// the last chunk, without the final `(0, "")` reply.
 pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {

@@ -1,4 +1,5 @@
-//! Helpers shared by `tests/fixtures.rs`, `tests/legacy.rs` and `tests/malformed.rs`:
+//! Helpers shared by `tests/fixtures.rs`, `tests/legacy.rs`, `tests/malformed.rs`,
+//! `tests/hostile.rs` and `tests/cases.rs` (its RESP client):
 //! a raw pipelining RESP2/RESP3 client, a launcher for redis-server on a prepared directory,
 //! Redis' CRC64, an RDB module-value / DUMP-payload builder, C's `%g`, and an independent
 //! model of RedisBloom's filter written from `docs/format.md` (`docs/format.md` ("Hashing") hashing,

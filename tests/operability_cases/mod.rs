@@ -8,8 +8,8 @@
 //! GETKEYS/GETKEYSANDFLAGS/LIST`), ACL categories, generic key commands on Bloom keys, and
 //! replication (replica with other defaults, AOF contents).
 //!
-//! Servers are started by the small launcher below (not `common::Server`, which takes its
-//! binary from an environment variable: setting it from parallel tests would be racy).
+//! Servers are started by `Srv` below, a `common::Server` on the binary each test passes in
+//! (`Server::start_on`: no environment variable to set from parallel tests).
 #![allow(dead_code)]
 
 /// Calls `$m!(scenario, …)` with the name of every scenario, so that each server's test file
@@ -35,78 +35,49 @@ macro_rules! for_each_scenario {
 pub(crate) use for_each_scenario;
 
 use crate::common::{
-    free_port, raw_command, scandump, server_command, show_args, stop_child, value_text, wait_pong,
-    Args,
+    free_port, raw_command, scandump, server_command, show_args, split_args, step_lines,
+    value_text, Args, Server,
 };
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------------------
 // Launcher.
 
-/// A server running `bin` with the module loaded, on a free 127.0.0.1 port inside a temporary
-/// directory. Killed on drop.
-pub struct Srv {
-    pub bin: String,
-    pub port: u16,
-    pub dir: tempfile::TempDir,
-    child: Option<Child>,
+/// A server running `bin` with the module loaded (a [`Server`] started with `appendonly no`),
+/// whose connections wait up to 30 s for a reply. Killed on drop.
+pub struct Srv(Server);
+
+impl std::ops::Deref for Srv {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.0
+    }
 }
 
 impl Srv {
     /// Starts `bin` with module load arguments `module_args` and extra `--name value` options.
     pub fn start(bin: &str, module_args: &[&str], extra: &[(&str, &str)]) -> Srv {
-        let dir = tempfile::Builder::new()
-            .prefix("redis-bf-ops")
-            .tempdir()
-            .unwrap();
-        let mut s = Srv {
-            bin: bin.to_string(),
-            port: 0,
-            dir,
-            child: None,
-        };
-        for _ in 0..5 {
-            s.port = free_port();
-            let log = s.dir.path().join("server.log");
-            let mut cmd = server_command(bin, s.port, s.dir.path(), Some(&log));
-            cmd.args(module_args)
-                .arg("--appendonly")
-                .arg("no")
-                .arg("--enable-debug-command")
-                .arg("yes");
-            for (k, v) in extra {
-                cmd.arg(format!("--{k}")).arg(v);
-            }
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
-            s.child = Some(
-                cmd.spawn()
-                    .unwrap_or_else(|e| panic!("cannot start {bin}: {e}")),
-            );
-            if s.wait_ready() {
-                return s;
-            }
-            s.kill();
-        }
-        panic!("{bin} did not start; log:\n{}", s.log());
-    }
-
-    fn wait_ready(&mut self) -> bool {
-        wait_pong(&mut self.child, self.port, Duration::from_secs(20))
-    }
-
-    fn try_conn(&self) -> redis::RedisResult<Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?
-            .get_connection_with_timeout(Duration::from_secs(5))
+        let mut options = vec![("appendonly", "no")];
+        options.extend_from_slice(extra);
+        Srv(Server::start_on(bin, module_args, &options))
     }
 
     /// A RESP2 connection.
     pub fn conn(&self) -> Connection {
-        let c = self.try_conn().expect("connect");
+        let c = self.0.conn();
         c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        c
+    }
+
+    /// A RESP2 connection on database `db`.
+    pub fn conn_db(&self, db: u32) -> Connection {
+        let mut c = self.conn();
+        let _: () = q(&mut c, ["SELECT", &db.to_string()]);
         c
     }
 
@@ -126,21 +97,6 @@ impl Srv {
     pub fn raw(&self, args: &[&str]) -> String {
         let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
         String::from_utf8_lossy(&raw_command(self.port, false, &a)).into_owned()
-    }
-
-    /// The server log so far.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
-    fn kill(&mut self) {
-        stop_child(&mut self.child);
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -558,68 +514,63 @@ pub fn config_get_set(bin: &str) {
 
 /// Legacy and new load arguments set the configs.
 pub fn config_load_args(bin: &str) {
-    {
-        let s = Srv::start(bin, &["INITIAL_SIZE", "7", "ERROR_RATE", "0.2"], &[]);
-        let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "7");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.2");
-        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "2");
-        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "0");
-        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(
-            debug(&mut c, "k"),
-            vec![
-                "size:1",
-                "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.1"
-            ]
-        );
-        assert_eq!(bf_info(&mut c, "k"), info_fields(7, 104, 1, 1, Some(2)));
-    }
-    {
-        let s = Srv::start(bin, &["bf.initial-size", "9"], &[]);
-        let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "9");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.01");
-        assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(
-            debug(&mut c, "k"),
-            vec![
-                "size:1",
-                "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:9 size:1 ratio:0.005"
-            ]
-        );
-    }
-    {
+    // Load arguments; then bf.initial-size, bf.error-rate, bf.expansion-factor and
+    // bf.max-filter-bytes as CONFIG GET shows them, and the first layer of `BF.ADD k a`.
+    for (args, initial, error, expansion, max_bytes, layer) in [
+        (
+            "INITIAL_SIZE 7 ERROR_RATE 0.2",
+            "7",
+            "0.2",
+            "2",
+            "0",
+            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:7 size:1 ratio:0.1",
+        ),
+        (
+            "bf.initial-size 9",
+            "9",
+            "0.01",
+            "2",
+            "0",
+            "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:9 size:1 ratio:0.005",
+        ),
         // Names without prefix, any case, '_' for '-'.
-        let s = Srv::start(
-            bin,
-            &[
-                "error-rate",
-                "0.1",
-                "expansion-factor",
-                "0",
-                "BF.MAX-FILTER-BYTES",
-                "4096",
-                "initial_size",
-                "11",
-            ],
-            &[],
-        );
+        (
+            "error-rate 0.1 expansion-factor 0 BF.MAX-FILTER-BYTES 4096 initial_size 11",
+            "11",
+            "0.1",
+            "0",
+            "4096",
+            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1",
+        ),
+    ] {
+        let s = Srv::start(bin, &args.split(' ').collect::<Vec<_>>(), &[]);
         let mut c = s.conn();
-        assert_eq!(config_get(&mut c, "bf.initial-size"), "11");
-        assert_eq!(config_get(&mut c, "bf.error-rate"), "0.1");
-        assert_eq!(config_get(&mut c, "bf.expansion-factor"), "0");
-        assert_eq!(config_get(&mut c, "bf.max-filter-bytes"), "4096");
+        assert_eq!(config_get(&mut c, "bf.initial-size"), initial, "{args}");
+        assert_eq!(config_get(&mut c, "bf.error-rate"), error, "{args}");
+        assert_eq!(
+            config_get(&mut c, "bf.expansion-factor"),
+            expansion,
+            "{args}"
+        );
+        assert_eq!(
+            config_get(&mut c, "bf.max-filter-bytes"),
+            max_bytes,
+            "{args}"
+        );
         assert_eq!(q::<i64>(&mut c, "BF.ADD k a"), 1);
-        assert_eq!(bf_info(&mut c, "k"), info_fields(11, 104, 1, 1, None));
-        assert_eq!(
-            debug(&mut c, "k")[1],
-            "bytes:8 bits:64 hashes:4 hashwidth:64 capacity:11 size:1 ratio:0.1"
-        );
-        assert_eq!(
-            qerr(&mut c, "BF.RESERVE big 0.01 10000"),
-            "ERR Insufficient memory to create filter"
-        );
+        assert_eq!(debug(&mut c, "k"), vec!["size:1", layer], "{args}");
+        // Size = 32 + 64 + the layer's bytes; expansion 0 is non-scaling (nil).
+        let bytes: i64 = layer[6..layer.find(' ').unwrap()].parse().unwrap();
+        let rate = (expansion != "0").then(|| expansion.parse().unwrap());
+        let capacity = initial.parse().unwrap();
+        let want = info_fields(capacity, 96 + bytes, 1, 1, rate);
+        assert_eq!(bf_info(&mut c, "k"), want, "{args}");
+        if max_bytes != "0" {
+            assert_eq!(
+                qerr(&mut c, "BF.RESERVE big 0.01 10000"),
+                "ERR Insufficient memory to create filter"
+            );
+        }
     }
 }
 
@@ -805,10 +756,10 @@ fn collect_until_sentinel(ps: &mut redis::PubSub) -> Vec<Event> {
 /// Runs `cmds` on `c` (errors are expected in some steps; notifications are what is
 /// checked), then `SET sentinel 1`, and checks that the events received on `ps` up to the
 /// sentinel's are `want`.
-fn step(
+fn step<A: Args>(
     ps: &mut redis::PubSub,
     c: &mut Connection,
-    cmds: &[&[&str]],
+    cmds: &[A],
     want: Vec<Event>,
     what: &str,
 ) {
@@ -817,6 +768,48 @@ fn step(
     }
     let _: () = cmd("SET sentinel 1").query(c).unwrap();
     assert_eq!(collect_until_sentinel(ps), want, "{what}");
+}
+
+/// BF.LOADCHUNK of `(iterator, data)` into `key` succeeds and notifies `bf.loadchunk` on it,
+/// and nothing else.
+fn assert_loadchunk_notifies(
+    ps: &mut redis::PubSub,
+    c: &mut Connection,
+    key: &str,
+    (iter, data): &(i64, Vec<u8>),
+    what: &str,
+) {
+    let _: () = cmd("BF.LOADCHUNK")
+        .arg(key)
+        .arg(*iter)
+        .arg(data.as_slice())
+        .query(c)
+        .unwrap();
+    let _: () = cmd("SET sentinel 1").query(c).unwrap();
+    let want = ks(0, key, "bf.loadchunk").to_vec();
+    assert_eq!(collect_until_sentinel(ps), want, "{what}");
+}
+
+/// Runs a script of [`step`]s, one a line: `COMMAND; COMMAND … -> EVENTS`, the events
+/// `EVENT KEY [DB]` (database 0 unless given) separated by `, `, or `(none)`. Blank lines and
+/// `#` comments are skipped.
+fn notify_steps(ps: &mut redis::PubSub, c: &mut Connection, script: &str) {
+    for (cmds, events) in step_lines(script) {
+        let want: Vec<Event> = if events == "(none)" {
+            vec![]
+        } else {
+            events
+                .split(", ")
+                .flat_map(|e| {
+                    let w: Vec<&str> = e.split_whitespace().collect();
+                    let db = w.get(2).map_or(0, |d| d.parse().unwrap());
+                    ks(db, w[1], w[0])
+                })
+                .collect()
+        };
+        let args: Vec<Vec<Vec<u8>>> = cmds.split("; ").map(split_args).collect();
+        step(ps, c, &args, want, cmds);
+    }
 }
 
 /// Keyspace notifications of class `d`: exact sequences per command; read commands and
@@ -834,114 +827,39 @@ pub fn notifications(bin: &str) {
     ps.psubscribe("__keyevent@*__:*").unwrap();
     ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
 
-    step(
+    notify_steps(
         &mut ps,
         &mut c,
-        &[&["BF.RESERVE", "r", "0.01", "100"]],
-        ks(0, "r", "bf.reserve").to_vec(),
-        "BF.RESERVE",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[
-            &["BF.RESERVE", "r", "0.01", "100"],
-            &["BF.RESERVE", "r2", "2", "100"],
-        ],
-        vec![],
-        "failed BF.RESERVE",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "a", "x"]],
-        [ks(0, "a", "bf.reserve"), ks(0, "a", "bf.add")].concat(),
-        "BF.ADD on a missing key",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "a", "x"]],
-        vec![],
-        "BF.ADD of an existing item",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "r", "x"]],
-        ks(0, "r", "bf.add").to_vec(),
-        "BF.ADD of a new item",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.MADD", "a", "x", "y", "z"]],
-        ks(0, "a", "bf.add").to_vec(),
-        "BF.MADD with new items",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.MADD", "a", "x", "y", "z"]],
-        vec![],
-        "BF.MADD of existing items",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.MADD", "m", "p", "q"]],
-        [ks(0, "m", "bf.reserve"), ks(0, "m", "bf.add")].concat(),
-        "BF.MADD on a missing key",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.INSERT", "i", "CAPACITY", "50", "ITEMS", "p"]],
-        [ks(0, "i", "bf.reserve"), ks(0, "i", "bf.add")].concat(),
-        "BF.INSERT on a missing key",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.INSERT", "i", "ITEMS", "p"]],
-        vec![],
-        "BF.INSERT of an existing item",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.INSERT", "i", "NOCREATE", "ITEMS", "p", "p2"]],
-        ks(0, "i", "bf.add").to_vec(),
-        "BF.INSERT NOCREATE of a new item",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[
-            &["BF.INSERT", "nope", "NOCREATE", "ITEMS", "p"],
-            &["BF.INSERT", "nope", "ERROR", "2", "ITEMS", "p"],
-            &["SET", "str", "v"],
-        ],
-        ks(0, "str", "set").to_vec(),
-        "failed BF.INSERT",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "str", "x"], &["BF.MADD", "str", "x"]],
-        vec![],
-        "BF.ADD on a wrong-type key",
-    );
-    // A full non-scaling filter: the refused add emits nothing.
-    step(
-        &mut ps,
-        &mut c,
-        &[
-            &["BF.RESERVE", "full", "0.01", "1", "NONSCALING"],
-            &["BF.ADD", "full", "one"],
-        ],
-        [ks(0, "full", "bf.reserve"), ks(0, "full", "bf.add")].concat(),
-        "non-scaling filter",
+        r#"
+        # BF.RESERVE
+        BF.RESERVE r 0.01 100 -> bf.reserve r
+        # failed BF.RESERVE
+        BF.RESERVE r 0.01 100; BF.RESERVE r2 2 100 -> (none)
+        # BF.ADD on a missing key
+        BF.ADD a x -> bf.reserve a, bf.add a
+        # BF.ADD of an existing item
+        BF.ADD a x -> (none)
+        # BF.ADD of a new item
+        BF.ADD r x -> bf.add r
+        # BF.MADD with new items
+        BF.MADD a x y z -> bf.add a
+        # BF.MADD of existing items
+        BF.MADD a x y z -> (none)
+        # BF.MADD on a missing key
+        BF.MADD m p q -> bf.reserve m, bf.add m
+        # BF.INSERT on a missing key
+        BF.INSERT i CAPACITY 50 ITEMS p -> bf.reserve i, bf.add i
+        # BF.INSERT of an existing item
+        BF.INSERT i ITEMS p -> (none)
+        # BF.INSERT NOCREATE of a new item
+        BF.INSERT i NOCREATE ITEMS p p2 -> bf.add i
+        # failed BF.INSERT
+        BF.INSERT nope NOCREATE ITEMS p; BF.INSERT nope ERROR 2 ITEMS p; SET str v -> set str
+        # BF.ADD on a wrong-type key
+        BF.ADD str x; BF.MADD str x -> (none)
+        # A full non-scaling filter: the refused add emits nothing.
+        BF.RESERVE full 0.01 1 NONSCALING; BF.ADD full one -> bf.reserve full, bf.add full
+    "#,
     );
     let extra = absent_item(&mut c, "full", "extra");
     step(
@@ -955,141 +873,49 @@ pub fn notifications(bin: &str) {
     // LOADCHUNK: header, then each chunk.
     let chunks = scandump(&mut c, b"a");
     assert_eq!(chunks.len(), 2, "header and one chunk");
-    let load = |c: &mut Connection, key: &str, (iter, data): &(i64, Vec<u8>)| {
-        let _: () = crate::common::cmd("BF.LOADCHUNK")
-            .arg(key)
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(c)
-            .unwrap();
-    };
-    load(&mut c, "copy", &chunks[0]);
-    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-    assert_eq!(
-        collect_until_sentinel(&mut ps),
-        ks(0, "copy", "bf.loadchunk").to_vec(),
-        "LOADCHUNK header"
-    );
-    load(&mut c, "copy", &chunks[1]);
-    let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-    assert_eq!(
-        collect_until_sentinel(&mut ps),
-        ks(0, "copy", "bf.loadchunk").to_vec(),
-        "LOADCHUNK chunk"
-    );
+    assert_loadchunk_notifies(&mut ps, &mut c, "copy", &chunks[0], "LOADCHUNK header");
+    assert_loadchunk_notifies(&mut ps, &mut c, "copy", &chunks[1], "LOADCHUNK chunk");
     assert_eq!(digest_value(&mut c, "copy"), digest_value(&mut c, "a"));
-    step(
+    notify_steps(
         &mut ps,
         &mut c,
-        &[
-            &["BF.LOADCHUNK", "bad", "1", "garbage"],
-            &["BF.LOADCHUNK", "bad", "5", "garbage"],
-            &["BF.LOADCHUNK", "copy", "99999", "garbage"],
-            &["BF.LOADCHUNK", "copy", "x", "garbage"],
-        ],
-        vec![],
-        "refused LOADCHUNKs",
-    );
-
-    // Read commands emit nothing.
-    step(
-        &mut ps,
-        &mut c,
-        &[
-            &["BF.EXISTS", "a", "x"],
-            &["BF.EXISTS", "missing", "x"],
-            &["BF.MEXISTS", "a", "x", "nope"],
-            &["BF.INFO", "a"],
-            &["BF.INFO", "a", "CAPACITY"],
-            &["BF.INFO", "missing"],
-            &["BF.CARD", "a"],
-            &["BF.CARD", "missing"],
-            &["BF.DEBUG", "a"],
-            &["BF.SCANDUMP", "a", "0"],
-            &["BF.SCANDUMP", "a", "1"],
-        ],
-        vec![],
-        "read commands",
-    );
-
-    // Window filters (filters that forget) emit the same events: an add notifies only when it
-    // changed the filter (a new item, or a re-add that refreshed an older generation's item).
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
-        ks(0, "w", "bf.reserve").to_vec(),
-        "BF.RESERVE … WINDOW",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "600000"]],
-        vec![],
-        "BF.RESERVE … WINDOW over an existing key",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
-        [ks(0, "w", "bf.add"), ks(0, "w", "bf.add")].concat(),
-        "BF.ADD and BF.MADD of new items to a window filter",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.ADD", "w", "x"], &["BF.MADD", "w", "x", "y"]],
-        vec![],
-        "adds of items the window holds in its newest generation",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[&["BF.INSERT", "wi", "WINDOW", "600000", "ITEMS", "a"]],
-        [ks(0, "wi", "bf.reserve"), ks(0, "wi", "bf.add")].concat(),
-        "BF.INSERT … WINDOW on a missing key",
-    );
-    step(
-        &mut ps,
-        &mut c,
-        &[
-            &["BF.INSERT", "wi", "NOCREATE", "ITEMS", "a"],
-            &["BF.EXISTS", "w", "x"],
-            &["BF.MEXISTS", "w", "x", "z"],
-            &["BF.INFO", "w"],
-            &["BF.INFO", "w", "WINDOW"],
-            &["BF.CARD", "w"],
-            &["BF.SCANDUMP", "w", "0"],
-            &["BF.RESERVE", "wbad", "0.01", "100", "WINDOW", "0"],
-        ],
-        vec![],
-        "window filters: reads, refusals and adds that change nothing",
+        r#"
+        # refused LOADCHUNKs
+        BF.LOADCHUNK bad 1 garbage; BF.LOADCHUNK bad 5 garbage; BF.LOADCHUNK copy 99999 garbage; BF.LOADCHUNK copy x garbage -> (none)
+        # Read commands emit nothing.
+        BF.EXISTS a x; BF.EXISTS missing x; BF.MEXISTS a x nope; BF.INFO a; BF.INFO a CAPACITY; BF.INFO missing; BF.CARD a; BF.CARD missing; BF.DEBUG a; BF.SCANDUMP a 0; BF.SCANDUMP a 1 -> (none)
+        # Window filters (filters that forget) emit the same events: an add notifies only when it
+        # changed the filter (a new item, or a re-add that refreshed an older generation's item).
+        # BF.RESERVE … WINDOW
+        BF.RESERVE w 0.01 100 WINDOW 600000 -> bf.reserve w
+        # BF.RESERVE … WINDOW over an existing key
+        BF.RESERVE w 0.01 100 WINDOW 600000 -> (none)
+        # BF.ADD and BF.MADD of new items to a window filter
+        BF.ADD w x; BF.MADD w x y -> bf.add w, bf.add w
+        # adds of items the window holds in its newest generation
+        BF.ADD w x; BF.MADD w x y -> (none)
+        # BF.INSERT … WINDOW on a missing key
+        BF.INSERT wi WINDOW 600000 ITEMS a -> bf.reserve wi, bf.add wi
+        # window filters: reads, refusals and adds that change nothing
+        BF.INSERT wi NOCREATE ITEMS a; BF.EXISTS w x; BF.MEXISTS w x z; BF.INFO w; BF.INFO w WINDOW; BF.CARD w; BF.SCANDUMP w 0; BF.RESERVE wbad 0.01 100 WINDOW 0 -> (none)
+    "#,
     );
     let chunks = scandump(&mut c, b"w");
-    for (n, (iter, data)) in chunks.iter().enumerate() {
-        let _: () = crate::common::cmd("BF.LOADCHUNK")
-            .arg("wcopy")
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(&mut c)
-            .unwrap();
-        let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
-        assert_eq!(
-            collect_until_sentinel(&mut ps),
-            ks(0, "wcopy", "bf.loadchunk").to_vec(),
-            "window LOADCHUNK {n}"
-        );
+    for (n, chunk) in chunks.iter().enumerate() {
+        let what = format!("window LOADCHUNK {n}");
+        assert_loadchunk_notifies(&mut ps, &mut c, "wcopy", chunk, &what);
     }
     assert_eq!(digest_value(&mut c, "wcopy"), digest_value(&mut c, "w"));
 
     // Another database: the channel names carry it.
     let _: () = cmd("SELECT 3").query(&mut c).unwrap();
-    step(
+    notify_steps(
         &mut ps,
         &mut c,
-        &[&["BF.ADD", "d3", "x"], &["BF.ADD", "d3", "x"]],
-        [ks(3, "d3", "bf.reserve"), ks(3, "d3", "bf.add")].concat(),
-        "database 3",
+        r#"
+        # database 3
+        BF.ADD d3 x; BF.ADD d3 x -> bf.reserve d3 3, bf.add d3 3
+    "#,
     );
 
     // Without class d (only generic and string events), BF commands are silent.
@@ -1097,16 +923,13 @@ pub fn notifications(bin: &str) {
         q::<String>(&mut c, "CONFIG SET notify-keyspace-events KEg$"),
         "OK"
     );
-    step(
+    notify_steps(
         &mut ps,
         &mut c,
-        &[
-            &["BF.ADD", "silent", "x"],
-            &["BF.RESERVE", "silent2", "0.1", "10"],
-            &["DEL", "silent"],
-        ],
-        ks(3, "silent", "del").to_vec(),
-        "class d disabled",
+        r#"
+        # class d disabled
+        BF.ADD silent x; BF.RESERVE silent2 0.1 10; DEL silent -> del silent 3
+    "#,
     );
 }
 
@@ -1171,8 +994,7 @@ pub fn copy_and_digest(bin: &str) {
 
     // COPY to another database.
     assert_eq!(q::<i64>(&mut c, "COPY src dst DB 1"), 1);
-    let mut c1 = s.conn();
-    let _: () = q(&mut c1, "SELECT 1");
+    let mut c1 = s.conn_db(1);
     assert_eq!(digest_value(&mut c1, "dst"), src_digest);
     assert_eq!(debug(&mut c1, "dst"), src_debug);
     assert_eq!(q::<i64>(&mut c1, "BF.ADD dst db1-only"), 1);
@@ -1339,114 +1161,49 @@ struct Meta {
     name: &'static str,
     arity: i64,
     write: bool,
-    key_flags: &'static [&'static str],
+    key_flags: Vec<&'static str>,
     summary: &'static str,
     complexity: &'static str,
     /// A valid invocation (without the command name) for COMMAND GETKEYS.
-    example: &'static [&'static str],
+    example: Vec<&'static str>,
 }
 
-const META: [Meta; 11] = [
-    Meta {
-        name: "BF.RESERVE",
-        arity: -4,
-        write: true,
-        key_flags: &["RW", "insert"],
-        summary: "Creates an empty Bloom filter with an error rate and capacity",
-        complexity: "O(1)",
-        example: &["k", "0.01", "100", "EXPANSION", "2"],
-    },
-    Meta {
-        name: "BF.ADD",
-        arity: 3,
-        write: true,
-        key_flags: &["RW", "insert"],
-        summary: "Adds an item, creating the filter if needed",
-        complexity: "O(k), k the hash count",
-        example: &["k", "item"],
-    },
-    Meta {
-        name: "BF.MADD",
-        arity: -3,
-        write: true,
-        key_flags: &["RW", "insert"],
-        summary: "Adds items, creating the filter if needed",
-        complexity: "O(k * n), n the number of items",
-        example: &["k", "a", "b"],
-    },
-    Meta {
-        name: "BF.INSERT",
-        arity: -4,
-        write: true,
-        key_flags: &["RW", "insert"],
-        summary: "Adds items, creating the filter with given parameters if needed",
-        complexity: "O(k * n), n the number of items",
-        example: &["k", "CAPACITY", "10", "ITEMS", "a", "b"],
-    },
-    Meta {
-        name: "BF.EXISTS",
-        arity: 3,
-        write: false,
-        key_flags: &["RO", "access"],
-        summary: "Tells whether an item may have been added",
-        complexity: "O(k), k the hash count",
-        example: &["k", "item"],
-    },
-    Meta {
-        name: "BF.MEXISTS",
-        arity: -3,
-        write: false,
-        key_flags: &["RO", "access"],
-        summary: "Tells for each item whether it may have been added",
-        complexity: "O(k * n), n the number of items",
-        example: &["k", "a", "b"],
-    },
-    Meta {
-        name: "BF.INFO",
-        arity: -2,
-        write: false,
-        key_flags: &["RO"],
-        summary: "Returns the filter's capacity, size, layers, items and expansion",
-        complexity: "O(1)",
-        example: &["k", "CAPACITY"],
-    },
-    Meta {
-        name: "BF.CARD",
-        arity: 2,
-        write: false,
-        key_flags: &["RO"],
-        summary: "Returns the number of items added to the filter",
-        complexity: "O(1)",
-        example: &["k"],
-    },
-    Meta {
-        name: "BF.DEBUG",
-        arity: 2,
-        write: false,
-        key_flags: &["RO"],
-        summary: "Returns the filter's layers, one line each",
-        complexity: "O(layers)",
-        example: &["k"],
-    },
-    Meta {
-        name: "BF.SCANDUMP",
-        arity: 3,
-        write: false,
-        key_flags: &["RO", "access"],
-        summary: "Returns the next chunk of an incremental dump of the filter",
-        complexity: "O(n), n the chunk size",
-        example: &["k", "0"],
-    },
-    Meta {
-        name: "BF.LOADCHUNK",
-        arity: 4,
-        write: true,
-        key_flags: &["RW", "update"],
-        summary: "Restores a filter from a chunk produced by BF.SCANDUMP",
-        complexity: "O(n), n the chunk size",
-        example: &["k", "1", "data"],
-    },
-];
+/// Every BF command, one a line: name | arity | write or read | key-spec flags | summary |
+/// complexity | a valid invocation without the command name (for COMMAND GETKEYS).
+const META: &str = "
+BF.RESERVE   | -4 | write | RW insert | Creates an empty Bloom filter with an error rate and capacity    | O(1)                            | k 0.01 100 EXPANSION 2
+BF.ADD       | 3  | write | RW insert | Adds an item, creating the filter if needed                      | O(k), k the hash count          | k item
+BF.MADD      | -3 | write | RW insert | Adds items, creating the filter if needed                        | O(k * n), n the number of items | k a b
+BF.INSERT    | -4 | write | RW insert | Adds items, creating the filter with given parameters if needed  | O(k * n), n the number of items | k CAPACITY 10 ITEMS a b
+BF.EXISTS    | 3  | read  | RO access | Tells whether an item may have been added                        | O(k), k the hash count          | k item
+BF.MEXISTS   | -3 | read  | RO access | Tells for each item whether it may have been added               | O(k * n), n the number of items | k a b
+BF.INFO      | -2 | read  | RO        | Returns the filter's capacity, size, layers, items and expansion | O(1)                            | k CAPACITY
+BF.CARD      | 2  | read  | RO        | Returns the number of items added to the filter                  | O(1)                            | k
+BF.DEBUG     | 2  | read  | RO        | Returns the filter's layers, one line each                       | O(layers)                       | k
+BF.SCANDUMP  | 3  | read  | RO access | Returns the next chunk of an incremental dump of the filter      | O(n), n the chunk size          | k 0
+BF.LOADCHUNK | 4  | write | RW update | Restores a filter from a chunk produced by BF.SCANDUMP           | O(n), n the chunk size          | k 1 data
+";
+
+/// The rows of [`META`].
+fn metas() -> Vec<Meta> {
+    let words = |s: &'static str| s.split_whitespace().collect::<Vec<_>>();
+    META.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&'static str> = l.split('|').map(str::trim).collect();
+            assert_eq!(f.len(), 7, "META row {l:?}");
+            Meta {
+                name: f[0],
+                arity: f[1].parse().unwrap(),
+                write: f[2] == "write",
+                key_flags: words(f[3]),
+                summary: f[4],
+                complexity: f[5],
+                example: words(f[6]),
+            }
+        })
+        .collect()
+}
 
 fn acl_bloom_supported(c: &mut Connection) -> Option<Vec<String>> {
     cmd("ACL CAT bloom").query::<Vec<String>>(c).ok()
@@ -1462,7 +1219,7 @@ pub fn command_metadata(bin: &str) {
     assert_eq!(lower_set(&listed), str_set(&ALL_COMMANDS));
     assert_eq!(listed.len(), 11);
 
-    for m in &META {
+    for m in &metas() {
         let v: Value = q(&mut c, ["COMMAND", "INFO", m.name]);
         let outer = items(&v);
         assert_eq!(outer.len(), 1, "{}: {v:?}", m.name);
@@ -1529,7 +1286,7 @@ pub fn command_metadata(bin: &str) {
 
         // COMMAND GETKEYS / GETKEYSANDFLAGS.
         let mut args = vec!["COMMAND", "GETKEYS", m.name];
-        args.extend_from_slice(m.example);
+        args.extend_from_slice(&m.example);
         assert_eq!(
             q::<Vec<String>>(&mut c, &args),
             vec!["k"],
@@ -1701,8 +1458,7 @@ pub fn generic_key_commands(bin: &str) {
     // MOVE.
     assert_eq!(q::<i64>(&mut c, "MOVE k3 1"), 1);
     assert_eq!(q::<i64>(&mut c, "EXISTS k3"), 0);
-    let mut c1 = s.conn();
-    let _: () = q(&mut c1, "SELECT 1");
+    let mut c1 = s.conn_db(1);
     assert_eq!(debug(&mut c1, "k3"), k_debug);
     assert_eq!(q::<i64>(&mut c1, "BF.EXISTS k3 k0"), 1);
     assert_eq!(info_bf(&mut c), [1, 2, 15, 48]);
@@ -1857,62 +1613,16 @@ pub fn replication(bin: &str) {
     assert_eq!(bf_info(&mut rc, "n")[4].1, None, "n is non-scaling");
     assert_eq!(info_bf(&mut rc), info_bf(&mut pc));
 
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // The AOF holds each command as one line of words.
+    let s = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
     let mut want = vec![
-        s(&[
-            "BF.INSERT",
-            "k",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "3",
-            "ITEMS",
-            "a",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "m",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "3",
-            "ITEMS",
-            "x",
-            "y",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "n",
-            "CAPACITY",
-            "33",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-            "ITEMS",
-            "z",
-        ]),
-        s(&[
-            "BF.INSERT",
-            "c",
-            "CAPACITY",
-            "1000",
-            "ERROR",
-            "0.03",
-            "EXPANSION",
-            "2",
-            "NONSCALING",
-            "ITEMS",
-            "z",
-        ]),
-        s(&["BF.RESERVE", "g", "0.01", "10"]),
+        s("BF.INSERT k CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS a"),
+        s("BF.INSERT m CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS x y"),
+        s("BF.INSERT n CAPACITY 33 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
+        s("BF.INSERT c CAPACITY 1000 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
+        s("BF.RESERVE g 0.01 10"),
     ];
-    want.extend(grown.iter().map(|i| s(&["BF.ADD", "g", i])));
+    want.extend(grown.iter().map(|i| s(&format!("BF.ADD g {i}"))));
     // The AOF write may be postponed while a background fsync runs: poll.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
