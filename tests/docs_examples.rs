@@ -238,30 +238,6 @@ fn unknown_names(code: &str) -> Vec<String> {
     bad
 }
 
-/// Every `.md` file of the repository outside build output and dependencies.
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let name = e.file_name();
-        if p.is_dir() {
-            if ![
-                "target",
-                "node_modules",
-                ".venv",
-                ".git",
-                "corpus",
-                "artifacts",
-            ]
-            .contains(&name.to_string_lossy().as_ref())
-            {
-                markdown_files(&p, out);
-            }
-        } else if name.to_string_lossy().ends_with(".md") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn quoted_shell_commands_name_what_exists() {
     assert_eq!(
@@ -278,9 +254,7 @@ fn quoted_shell_commands_name_what_exists() {
     );
     assert!(unknown_names("cargo test --test NAME; scripts/<name>.sh").is_empty());
 
-    let mut files = Vec::new();
-    markdown_files(Path::new(ROOT), &mut files);
-    files.sort();
+    let files = common::repo_files(Path::new(ROOT), &["md"]);
     let mut checked = 0;
     let mut bad = Vec::new();
     for f in &files {

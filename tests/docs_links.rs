@@ -2,35 +2,12 @@
 //! a `#fragment` names a heading of that file (GitHub's anchors). External links are not
 //! fetched.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Every `.md` file under `dir`, skipping build output, dependencies and local environments.
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if p.is_dir() {
-            if ![
-                "target",
-                "node_modules",
-                ".venv",
-                ".git",
-                "corpus",
-                "artifacts",
-            ]
-            .contains(&name.as_ref())
-            {
-                markdown_files(&p, out);
-            }
-        } else if name.ends_with(".md") {
-            out.push(p);
-        }
-    }
-}
 
 /// The lines of `text` outside fenced code blocks, with their 1-based line numbers.
 fn prose_lines(text: &str) -> Vec<(usize, &str)> {
@@ -226,9 +203,7 @@ fn a_broken_link_is_reported() {
 
 #[test]
 fn every_relative_link_resolves() {
-    let mut files = Vec::new();
-    markdown_files(Path::new(ROOT), &mut files);
-    files.sort();
+    let files = common::repo_files(Path::new(ROOT), &["md"]);
     let names: Vec<String> = files
         .iter()
         .map(|f| f.strip_prefix(ROOT).unwrap().display().to_string())

@@ -2,22 +2,11 @@
 //! comment exists, and every repository path named in the contributor docs, the README and the
 //! guides in `docs/` exists.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn files(dir: &Path, ext: &[&str], out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            if !p.ends_with("target") && !p.ends_with("node_modules") && !p.ends_with(".venv") {
-                files(&p, ext, out);
-            }
-        } else if ext.iter().any(|x| p.extension().is_some_and(|e| e == *x)) {
-            out.push(p);
-        }
-    }
-}
 
 fn headings(doc: &str) -> Vec<String> {
     let text = std::fs::read_to_string(Path::new(ROOT).join(doc)).unwrap();
@@ -39,7 +28,10 @@ fn cited_doc_sections_exist() {
         "fuzz/fuzz_targets",
         "clients",
     ] {
-        files(&Path::new(ROOT).join(d), &["rs", "py", "mjs"], &mut sources);
+        sources.extend(common::repo_files(
+            &Path::new(ROOT).join(d),
+            &["rs", "py", "mjs"],
+        ));
     }
     let mut checked = 0;
     let mut bad = Vec::new();
@@ -87,7 +79,7 @@ fn paths_in_the_docs_exist() {
         .iter()
         .map(|d| Path::new(ROOT).join(d))
         .collect();
-    files(&Path::new(ROOT).join("docs"), &["md"], &mut docs);
+    docs.extend(common::repo_files(&Path::new(ROOT).join("docs"), &["md"]));
     for must in [
         "docs/format.md",
         "docs/commands.md",

@@ -1072,3 +1072,34 @@ pub fn exit_status_within(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Every file under `dir` whose name ends in one of `exts` (e.g. `["md"]`), skipping build
+/// output, dependencies, local environments and fuzzing corpora (`target`, `node_modules`,
+/// `.venv`, `.git`, `corpus`, `artifacts`). Used by the tests that check the docs.
+pub fn repo_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    const SKIP: [&str; 6] = [
+        "target",
+        "node_modules",
+        ".venv",
+        ".git",
+        "corpus",
+        "artifacts",
+    ];
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() {
+                if !SKIP.contains(&name.to_string_lossy().as_ref()) {
+                    dirs.push(p);
+                }
+            } else if exts.iter().any(|x| p.extension().is_some_and(|e| e == *x)) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
