@@ -15,7 +15,7 @@
 //! `RedisModule_TryRealloc` where it exists, else allocate–copy–free with `TryAlloc`.
 
 use crate::module::pages;
-use crate::module::stats::SplitCounter;
+use crate::module::counter::SplitCounter;
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -7,6 +7,7 @@ pub mod bloom_type;
 pub mod command_info;
 pub mod commands;
 pub mod config;
+pub mod counter;
 pub mod load_guard;
 pub mod memory;
 pub mod pages;
@@ -158,7 +159,7 @@ const fn encode_version(major: &str, minor: &str, patch: &str) -> i32 {
 }
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    stats::mark_main_thread();
+    counter::mark_main_thread();
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Configs first (the config file's or LOADEX's values), then the load arguments, which win.
