@@ -5,7 +5,7 @@
 
 use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window};
-use crate::module::bloom_type::{IoReader, IoWriter};
+use crate::module::bloom_type::{type_methods, IoReader, IoWriter};
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -20,27 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub static WINDOW_TYPE: RedisType = RedisType::new(
     "bf-window",
     window::ENCODING_VERSION,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        mem_usage: Some(mem_usage),
-        digest: Some(digest),
-        free: Some(free),
-        aux_load: None,
-        aux_save: None,
-        aux_save_triggers: 0,
-        free_effort: Some(free_effort),
-        unlink: None,
-        copy: Some(copy),
-        defrag: None,
-        mem_usage2: None,
-        free_effort2: None,
-        unlink2: None,
-        copy2: None,
-        aux_save2: None,
-    },
+    type_methods!(defrag: None),
 );
 
 /// The window of a key opened read-only, if it holds one.

@@ -308,29 +308,34 @@ mod tests {
         assert!(!insert_mentions_window(&split("ITEMS WINDOW")));
         let (a, first) = parse_insert(&split("WINDOW 1000 ERROR 0.001 ITEMS a b"), false).unwrap();
         assert_eq!((a.window_ms, a.error, first), (1000, 0.001, 5));
-        assert_eq!(
-            parse_insert(&split("WINDOW 1000 ITEMS"), false).unwrap_err(),
-            Reply::WrongArity
-        );
-        assert_eq!(
-            parse_insert(&split("WINDOW x ITEMS a"), false).unwrap_err(),
-            Reply::Error("Bad window")
-        );
-        assert_eq!(
-            parse_insert(&split("NOCREATE GENERATION 3 ITEMS"), false).unwrap_err(),
-            Reply::Error("Unknown argument received")
-        );
         let (a, first) = parse_insert(&split("NOCREATE GENERATION 3 ITEMS"), true).unwrap();
         assert_eq!((a.generation, a.allowed, first), (Some(3), false, 4));
-        for repeated in [
-            "WINDOW 1000 WINDOW 5 ITEMS a",
-            "WINDOW 1000 CAPACITY 5 window 1000 ITEMS a",
-            "NOCREATE GENERATION 3 GENERATION 4 ITEMS a",
+        for (args, internal, error) in [
+            ("WINDOW 1000 ITEMS", false, Reply::WrongArity),
+            ("WINDOW x ITEMS a", false, Reply::Error("Bad window")),
+            // GENERATION only from the primary or the AOF.
+            (
+                "NOCREATE GENERATION 3 ITEMS",
+                false,
+                Reply::Error("Unknown argument received"),
+            ),
+            // A repeated window option, as BF.RESERVE.
+            ("WINDOW 1000 WINDOW 5 ITEMS a", true, Reply::WrongArity),
+            (
+                "WINDOW 1000 CAPACITY 5 window 1000 ITEMS a",
+                true,
+                Reply::WrongArity,
+            ),
+            (
+                "NOCREATE GENERATION 3 GENERATION 4 ITEMS a",
+                true,
+                Reply::WrongArity,
+            ),
         ] {
             assert_eq!(
-                parse_insert(&split(repeated), true).unwrap_err(),
-                Reply::WrongArity,
-                "{repeated}"
+                parse_insert(&split(args), internal).unwrap_err(),
+                error,
+                "{args}"
             );
         }
     }

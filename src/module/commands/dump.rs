@@ -1,10 +1,9 @@
 //! BF.SCANDUMP key iter and BF.LOADCHUNK key iter data (`docs/format.md` ("SCANDUMP")).
 
-use crate::bloom::window::is_window_header;
 use crate::module::args::{parse_i64, Arg};
 use crate::module::bloom_type::Lookup;
 use crate::module::filter::shared::chunk_error;
-use crate::module::filter::{existing, open_mut, plain, window};
+use crate::module::filter::{create_from_header, existing, open_mut};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 
@@ -60,8 +59,7 @@ pub fn bf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
     let loaded = match open_mut(&key) {
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing if iter != 1 => return Reply::Error(NOT_FOUND),
-        Lookup::Missing if is_window_header(data) => window::load_header(ctx, &key, &args[1], data),
-        Lookup::Missing => plain::load_header(ctx, &key, &args[1], data),
+        Lookup::Missing => create_from_header(ctx, &key, &args[1], data),
         Lookup::Found(mut f) => f.load_chunk(iter, data).map_err(chunk_error),
     };
     if let Err(e) = loaded {

@@ -191,48 +191,46 @@ mod tests {
 
     #[test]
     fn reserve_options() {
-        let p = parse_reserve(&split("0.01 100 WINDOW 5000 EXPANSION 4"), false).unwrap();
+        let c = parse_reserve(&split("0.01 100 WINDOW 5000 EXPANSION 4"), false).unwrap();
         assert_eq!(
             (
-                p.window_ms,
-                p.capacity,
-                p.expansion,
-                p.nonscaling,
-                p.generation
+                c.window_ms,
+                c.capacity,
+                c.expansion,
+                c.nonscaling,
+                c.generation
             ),
             (5000, 100, 4, false, None)
         );
-        let p = parse_reserve(&split("0.01 100 nonscaling window 1"), false).unwrap();
-        assert!(p.nonscaling);
-        assert_eq!(
-            parse_reserve(&split("0.01 100 WINDOW 0"), false).unwrap_err(),
-            Reply::Error("ERR bad window")
-        );
-        assert_eq!(
-            parse_reserve(&split("0.01 100 WINDOW"), false).unwrap_err(),
-            Reply::Error("ERR no window")
-        );
-        assert_eq!(
-            parse_reserve(&split("0.01 100 WINDOW 10 NONSCALING EXPANSION 2"), false).unwrap_err(),
-            Reply::Error("Nonscaling filters cannot expand")
-        );
-        assert_eq!(
-            parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), false).unwrap_err(),
-            Reply::Error("ERR unknown argument")
-        );
-        let p = parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), true).unwrap();
-        assert_eq!(p.generation, Some(5));
-        for repeated in [
-            "0.01 100 WINDOW 10 WINDOW 20",
-            "0.01 100 WINDOW 10 EXPANSION 2 EXPANSION 3",
-            "0.01 100 NONSCALING WINDOW 10 nonscaling",
-        ] {
-            assert_eq!(
-                parse_reserve(&split(repeated), false).unwrap_err(),
+        let c = parse_reserve(&split("0.01 100 nonscaling window 1"), false).unwrap();
+        assert!(c.nonscaling);
+        for (args, error) in [
+            ("0.01 100 WINDOW 0", Reply::Error("ERR bad window")),
+            ("0.01 100 WINDOW", Reply::Error("ERR no window")),
+            (
+                "0.01 100 WINDOW 10 NONSCALING EXPANSION 2",
+                Reply::Error("Nonscaling filters cannot expand"),
+            ),
+            // GENERATION only from the primary or the AOF.
+            (
+                "0.01 100 WINDOW 10 GENERATION 5",
+                Reply::Error("ERR unknown argument"),
+            ),
+            // A repeated option, as a plain BF.RESERVE too long.
+            ("0.01 100 WINDOW 10 WINDOW 20", Reply::WrongArity),
+            (
+                "0.01 100 WINDOW 10 EXPANSION 2 EXPANSION 3",
                 Reply::WrongArity,
-                "{repeated}"
-            );
+            ),
+            (
+                "0.01 100 NONSCALING WINDOW 10 nonscaling",
+                Reply::WrongArity,
+            ),
+        ] {
+            assert_eq!(p(args).unwrap_err(), error, "{args}");
         }
+        let c = parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), true).unwrap();
+        assert_eq!(c.generation, Some(5));
     }
 
     #[test]

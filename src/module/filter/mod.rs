@@ -43,13 +43,26 @@ pub enum FilterMut<'a> {
 /// The filter of a key opened read-only: one type check for a plain filter, a second only
 /// when the key holds another type.
 pub fn open(key: &RedisKey) -> Lookup<Filter<'_>> {
-    match bloom_type::lookup(key) {
-        Lookup::Found(c) => Lookup::Found(Filter::Plain(c)),
+    either(
+        bloom_type::lookup(key),
+        || window_type::get(key),
+        Filter::Plain,
+        Filter::Window,
+    )
+}
+
+/// A plain lookup's answer, or, for another type, the window lookup's (`WrongType` when the
+/// key holds no window filter either), as one kind of the two.
+fn either<P, W, F>(
+    plain: Lookup<P>,
+    window: impl FnOnce() -> Option<W>,
+    as_plain: impl FnOnce(P) -> F,
+    as_window: impl FnOnce(W) -> F,
+) -> Lookup<F> {
+    match plain {
+        Lookup::Found(c) => Lookup::Found(as_plain(c)),
         Lookup::Missing => Lookup::Missing,
-        Lookup::WrongType => match window_type::get(key) {
-            Some(w) => Lookup::Found(Filter::Window(w)),
-            None => Lookup::WrongType,
-        },
+        Lookup::WrongType => window().map_or(Lookup::WrongType, |w| Lookup::Found(as_window(w))),
     }
 }
 
@@ -66,13 +79,28 @@ pub fn existing(key: &RedisKey) -> Result<Filter<'_>, Reply> {
 
 /// The filter of a key opened for writing, as [`open`]. The borrow must not outlive `key`.
 pub fn open_mut(key: &RedisKeyWritable) -> Lookup<FilterMut<'_>> {
-    match bloom_type::lookup_mut(key) {
-        Lookup::Found(c) => Lookup::Found(FilterMut::Plain(c)),
-        Lookup::Missing => Lookup::Missing,
-        Lookup::WrongType => match window_type::get_mut(key) {
-            Some(w) => Lookup::Found(FilterMut::Window(w)),
-            None => Lookup::WrongType,
-        },
+    either(
+        bloom_type::lookup_mut(key),
+        || window_type::get_mut(key),
+        FilterMut::Plain,
+        FilterMut::Window,
+    )
+}
+
+/// BF.LOADCHUNK's header (iterator 1) on a missing key: the filter it describes (a window
+/// header makes a window filter), stored in `key`. Errors: the header's refusal as a reply
+/// (`ERR received bad data`, `ERR Insufficient memory to create filter`).
+pub fn create_from_header(
+    ctx: &Context,
+    key: &RedisKeyWritable,
+    key_name: &Arg,
+    data: &[u8],
+) -> Result<(), Reply> {
+    const REFUSED: &str = "ERR received bad data";
+    if windows::is_window_header(data) {
+        window_type::store(key, window::from_header(ctx, key_name, data)?, REFUSED)
+    } else {
+        bloom_type::store_new(key, plain::from_header(ctx, key_name, data)?, REFUSED)
     }
 }
 

@@ -302,15 +302,10 @@ pub fn info(chain: &Chain, field: InfoField) -> Option<Reply> {
     })
 }
 
-/// BF.LOADCHUNK's header on a missing key: the filter it describes, within the memory budget
-/// (a replicated or loaded header that cannot be allocated aborts the server, see
-/// [`abort_diverging`]), stored in `key`. Errors: the header's [`ChunkError`] as a reply.
-pub fn load_header(
-    ctx: &Context,
-    key: &RedisKeyWritable,
-    key_name: &Arg,
-    data: &[u8],
-) -> Result<(), Reply> {
+/// BF.LOADCHUNK's header: the filter it describes, within the memory budget (a replicated or
+/// loaded header that cannot be allocated aborts the server, see [`abort_diverging`]).
+/// Errors: the header's [`ChunkError`] as a reply.
+pub fn from_header(ctx: &Context, key_name: &Arg, data: &[u8]) -> Result<Chain, Reply> {
     let decoded = with_budget(
         ctx,
         0,
@@ -326,7 +321,7 @@ pub fn load_header(
             return Err(chunk_error(e));
         }
     };
-    store_new(key, chain, "ERR received bad data")
+    Ok(chain)
 }
 
 /// The BF.DEBUG lines of a chain (`docs/commands.md` ("BF.DEBUG")): `size:N`, then one line per layer, oldest first.

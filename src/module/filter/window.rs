@@ -404,21 +404,15 @@ pub fn debug_lines(ctx: &Context, w: &Window) -> Vec<String> {
     lines
 }
 
-/// BF.LOADCHUNK's window header on a missing key: the filter it describes, within the memory
-/// budget, stored in `key`. A client's header whose generation is implausibly far ahead of
-/// this server's clock is refused (`plausible_generation`). Errors: the header's
-/// [`ChunkError`] as a reply.
-pub fn load_header(
-    ctx: &Context,
-    key: &RedisKeyWritable,
-    key_name: &Arg,
-    data: &[u8],
-) -> Result<(), Reply> {
+/// BF.LOADCHUNK's window header: the filter it describes, within the memory budget. A
+/// client's header whose generation is implausibly far ahead of this server's clock is refused
+/// (`plausible_generation`). Errors: the header's [`ChunkError`] as a reply.
+pub fn from_header(ctx: &Context, key_name: &Arg, data: &[u8]) -> Result<Window, Reply> {
     if !internal(ctx) && !plausible_generation(ctx, data) {
         return Err(chunk_error(ChunkError::BadData));
     }
     match window::decode_header(data, new_array_budget(ctx, 0)) {
-        Ok(w) => store(key, w, "ERR received bad data"),
+        Ok(w) => Ok(w),
         Err(e) => {
             if e == ChunkError::OutOfMemory {
                 abort_diverging(ctx, "BF.LOADCHUNK", key_name.as_slice(), 0);
