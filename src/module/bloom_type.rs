@@ -410,21 +410,34 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     // SAFETY: as in rdb_save.
     let chain = unsafe { &*value.cast::<Chain>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let add = |b: &[u8]| {
-            // SAFETY: `md` is the live digest of this callback; `b` outlives the call.
-            unsafe {
-                raw::RedisModule_DigestAddStringBuffer.unwrap()(
-                    md,
-                    b.as_ptr().cast::<c_char>(),
-                    b.len(),
-                )
-            }
-        };
-        add(&encode_header(chain));
-        for l in &chain.layers {
-            add(&l.data);
-        }
-        // SAFETY: as above.
-        unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
+        digest_filter(
+            md,
+            &encode_header(chain),
+            chain.layers.iter().map(|l| &*l.data),
+        )
     }));
+}
+
+/// Feeds a filter to `DEBUG DIGEST`: its SCANDUMP header, then each bit array, as one
+/// sequence (both types digest this way).
+pub(crate) fn digest_filter<'a>(
+    md: *mut raw::RedisModuleDigest,
+    header: &[u8],
+    arrays: impl Iterator<Item = &'a [u8]>,
+) {
+    let add = |b: &[u8]| {
+        // SAFETY: `md` is the live digest of the digest callback calling this; `b` outlives
+        // the call.
+        unsafe {
+            raw::RedisModule_DigestAddStringBuffer.unwrap()(
+                md,
+                b.as_ptr().cast::<c_char>(),
+                b.len(),
+            )
+        }
+    };
+    add(header);
+    arrays.for_each(add);
+    // SAFETY: as above.
+    unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
 }

@@ -12,7 +12,7 @@ use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::c_void;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The window filter type. Its own 9-character name and RDB layout: a server or module that
@@ -183,21 +183,7 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     // SAFETY: as in rdb_save.
     let w = unsafe { &*value.cast::<Window>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let add = |b: &[u8]| {
-            // SAFETY: `md` is the live digest of this callback; `b` outlives the call.
-            unsafe {
-                raw::RedisModule_DigestAddStringBuffer.unwrap()(
-                    md,
-                    b.as_ptr().cast::<c_char>(),
-                    b.len(),
-                )
-            }
-        };
-        add(&window::encode_header(w));
-        for l in w.layers() {
-            add(&l.data);
-        }
-        // SAFETY: as above.
-        unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
+        let arrays = w.layers().map(|l| &*l.data);
+        crate::module::bloom_type::digest_filter(md, &window::encode_header(w), arrays)
     }));
 }
