@@ -14,8 +14,8 @@
 //! whole array at once (so `maxmemory` still applies to it). Reallocation uses
 //! `RedisModule_TryRealloc` where it exists, else allocate–copy–free with `TryAlloc`.
 
+use crate::module::counter::SplitCounter;
 use crate::module::pages;
-use crate::module::stats::SplitCounter;
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -23,31 +23,41 @@ use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// The method table of a filter type whose callbacks, named `rdb_load`, `rdb_save`,
+/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort` and `copy`, are in scope where
+/// it is used; `defrag` is the type's active-defrag callback, if any.
+macro_rules! type_methods {
+    (defrag: $defrag:expr) => {
+        raw::RedisModuleTypeMethods {
+            version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+            rdb_load: Some(rdb_load),
+            rdb_save: Some(rdb_save),
+            aof_rewrite: Some(aof_rewrite),
+            mem_usage: Some(mem_usage),
+            digest: Some(digest),
+            free: Some(free),
+            aux_load: None,
+            aux_save: None,
+            aux_save_triggers: 0,
+            free_effort: Some(free_effort),
+            unlink: None,
+            copy: Some(copy),
+            defrag: $defrag,
+            mem_usage2: None,
+            free_effort2: None,
+            unlink2: None,
+            copy2: None,
+            aux_save2: None,
+        }
+    };
+}
+pub(crate) use type_methods;
+
 /// The Bloom type as RedisBloom names it, so RDB files and DUMP payloads interchange.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
     rdb::ENCODING_VERSION,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        mem_usage: Some(mem_usage),
-        digest: Some(digest),
-        free: Some(free),
-        aux_load: None,
-        aux_save: None,
-        aux_save_triggers: 0,
-        free_effort: Some(free_effort),
-        unlink: None,
-        copy: Some(copy),
-        defrag: Some(defrag),
-        mem_usage2: None,
-        free_effort2: None,
-        unlink2: None,
-        copy2: None,
-        aux_save2: None,
-    },
+    type_methods!(defrag: Some(defrag)),
 );
 
 /// A key's Bloom value: missing, present, or another type (WRONGTYPE).
@@ -400,21 +410,34 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     // SAFETY: as in rdb_save.
     let chain = unsafe { &*value.cast::<Chain>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let add = |b: &[u8]| {
-            // SAFETY: `md` is the live digest of this callback; `b` outlives the call.
-            unsafe {
-                raw::RedisModule_DigestAddStringBuffer.unwrap()(
-                    md,
-                    b.as_ptr().cast::<c_char>(),
-                    b.len(),
-                )
-            }
-        };
-        add(&encode_header(chain));
-        for l in &chain.layers {
-            add(&l.data);
-        }
-        // SAFETY: as above.
-        unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
+        digest_filter(
+            md,
+            &encode_header(chain),
+            chain.layers.iter().map(|l| &*l.data),
+        )
     }));
+}
+
+/// Feeds a filter to `DEBUG DIGEST`: its SCANDUMP header, then each bit array, as one
+/// sequence (both types digest this way).
+pub(crate) fn digest_filter<'a>(
+    md: *mut raw::RedisModuleDigest,
+    header: &[u8],
+    arrays: impl Iterator<Item = &'a [u8]>,
+) {
+    let add = |b: &[u8]| {
+        // SAFETY: `md` is the live digest of the digest callback calling this; `b` outlives
+        // the call.
+        unsafe {
+            raw::RedisModule_DigestAddStringBuffer.unwrap()(
+                md,
+                b.as_ptr().cast::<c_char>(),
+                b.len(),
+            )
+        }
+    };
+    add(header);
+    arrays.for_each(add);
+    // SAFETY: as above.
+    unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
 }

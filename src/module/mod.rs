@@ -1,5 +1,6 @@
-//! The Redis layer: module registration, the native type, command handlers and settings.
-//! Handlers only parse arguments, call [`crate::bloom`] and reply.
+//! The Redis layer: module registration, the two data types, the filter kinds, command
+//! handlers and settings. Handlers parse their arguments, call a filter kind (`filter`), which
+//! calls [`crate::bloom`], and reply.
 
 pub mod alloc;
 pub mod args;
@@ -7,6 +8,8 @@ pub mod bloom_type;
 pub mod command_info;
 pub mod commands;
 pub mod config;
+pub mod counter;
+pub mod filter;
 pub mod load_guard;
 pub mod memory;
 pub mod pages;
@@ -158,7 +161,7 @@ const fn encode_version(major: &str, minor: &str, patch: &str) -> i32 {
 }
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    stats::mark_main_thread();
+    counter::mark_main_thread();
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Configs first (the config file's or LOADEX's values), then the load arguments, which win.
@@ -177,7 +180,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     memory::set_detached_context(ctx);
-    if let Err(msg) = window_type::register_clock(ctx) {
+    if let Err(msg) = filter::window::register_clock(ctx) {
         ctx.log_warning(&format!(
             "redis-bf: cannot follow the event loop for window filters' clock: {msg}"
         ));

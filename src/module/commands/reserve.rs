@@ -1,114 +1,236 @@
-//! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+//! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]` and, for a window filter,
+//! `BF.RESERVE key error_rate capacity WINDOW ms [EXPANSION n | NONSCALING]`
 //! (`docs/commands.md` ("BF.RESERVE"); `docs/commands.md` ("Argument handling"): options are looked for only after the
 //! capacity, unknown trailing arguments and expansions ≥ 2^32 are errors).
 
-use super::create_filter;
-use crate::module::args::Arg;
-use crate::module::args::{is_keyword, parse_f64, parse_i64};
-use crate::module::bloom_type::{lookup_mut, Lookup};
+use super::notify;
+use crate::module::args::{is_keyword, parse_f64, parse_i64, Arg, ArgBytes};
+use crate::module::bloom_type::Lookup;
+use crate::module::filter::shared::{replicate, Creation, Replication};
+use crate::module::filter::{open_mut, plain, window};
 use crate::module::reply::{Reply, WRONGTYPE};
 use redis_module::Context;
 
-/// Validated BF.RESERVE arguments.
-#[derive(Debug, PartialEq)]
-struct ReserveArgs {
-    error: f64,
-    capacity: u64,
-    expansion: u32,
-    nonscaling: bool,
-}
-
-/// Parses everything after the key, in RedisBloom's evaluation order.
-fn parse(args: &[&[u8]]) -> Result<ReserveArgs, Reply> {
-    let error = parse_f64(args[0]).ok_or(Reply::Error("ERR bad error rate"))?;
+/// Parses everything after the key, in RedisBloom's evaluation order: the error rate and the
+/// capacity, then the options (a window filter's when they name WINDOW; `internal`: the
+/// command comes from the primary or the AOF and may carry `GENERATION`).
+fn parse<A: ArgBytes>(args: &[A], internal: impl Fn() -> bool) -> Result<Creation, Reply> {
+    let error = parse_f64(args[0].bytes()).ok_or(Reply::Error("ERR bad error rate"))?;
     if !(error > 0.0 && error < 1.0) {
         return Err(Reply::Error("ERR (0 < error rate range < 1) "));
     }
-    let capacity = parse_i64(args[1]).ok_or(Reply::Error("ERR bad capacity"))?;
+    let capacity = parse_i64(args[1].bytes()).ok_or(Reply::Error("ERR bad capacity"))?;
     if capacity <= 0 {
         return Err(Reply::Error("ERR (capacity should be larger than 0)"));
     }
+    let mut c = Creation {
+        capacity: capacity as u64,
+        error,
+        expansion: crate::bloom::chain::DEFAULT_EXPANSION,
+        nonscaling: false,
+        allowed: true,
+        window_ms: 0,
+        generation: None,
+    };
     let options = &args[2..];
-    let nonscaling = options.iter().any(|a| is_keyword(a, "NONSCALING"));
-    let expansion_at = options.iter().position(|a| is_keyword(a, "EXPANSION"));
-    let mut expansion = crate::bloom::chain::DEFAULT_EXPANSION;
+    if names_window(options) {
+        window_options(options, internal(), &mut c)?;
+    } else {
+        plain_options(options, &mut c)?;
+    }
+    Ok(c)
+}
+
+/// True when the options name WINDOW (a window filter).
+fn names_window<A: ArgBytes>(options: &[A]) -> bool {
+    options.iter().any(|a| is_keyword(a.bytes(), "WINDOW"))
+}
+
+/// An expansion: an integer in [1, 2^32).
+fn parse_expansion(value: &[u8]) -> Result<u32, Reply> {
+    let v = parse_i64(value).ok_or(Reply::Error("ERR bad expansion"))?;
+    if v < 1 {
+        return Err(Reply::Error(
+            "ERR expansion should be greater or equal to 1",
+        ));
+    }
+    u32::try_from(v).map_err(|_| Reply::Error("ERR bad expansion"))
+}
+
+/// A plain filter's `[EXPANSION n] [NONSCALING]`, looked for anywhere after the capacity.
+fn plain_options<A: ArgBytes>(options: &[A], c: &mut Creation) -> Result<(), Reply> {
+    c.nonscaling = options.iter().any(|a| is_keyword(a.bytes(), "NONSCALING"));
+    let expansion_at = options
+        .iter()
+        .position(|a| is_keyword(a.bytes(), "EXPANSION"));
     if let Some(p) = expansion_at {
         let value = options.get(p + 1).ok_or(Reply::Error("ERR no expansion"))?;
-        if nonscaling {
+        if c.nonscaling {
             return Err(Reply::Error("Nonscaling filters cannot expand"));
         }
-        let v = parse_i64(value).ok_or(Reply::Error("ERR bad expansion"))?;
-        if v < 1 {
-            return Err(Reply::Error(
-                "ERR expansion should be greater or equal to 1",
-            ));
-        }
-        expansion = u32::try_from(v).map_err(|_| Reply::Error("ERR bad expansion"))?;
+        c.expansion = parse_expansion(value.bytes())?;
     }
     let unknown = options.iter().enumerate().any(|(i, a)| {
-        !is_keyword(a, "NONSCALING")
+        !is_keyword(a.bytes(), "NONSCALING")
             && Some(i) != expansion_at
             && Some(i) != expansion_at.map(|p| p + 1)
     });
     if unknown {
         return Err(Reply::Error("ERR unknown argument"));
     }
-    Ok(ReserveArgs {
-        error,
-        capacity: capacity as u64,
-        expansion,
-        nonscaling,
-    })
+    Ok(())
 }
 
-/// BF.RESERVE: creates an empty filter. Replies `+OK`; replicated verbatim.
-pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
-    if let Some(r) = crate::module::window_type::reserve(ctx, args) {
-        return r;
+/// A window filter's `WINDOW ms [EXPANSION n | NONSCALING] [GENERATION g]` (GENERATION only
+/// when `internal`), in any order, each at most once. Errors as BF.RESERVE's, plus
+/// `ERR no window`, `ERR bad window` (not an integer ≥ 1).
+fn window_options<A: ArgBytes>(
+    options: &[A],
+    internal: bool,
+    c: &mut Creation,
+) -> Result<(), Reply> {
+    let mut expansion = None;
+    let mut seen = [false; 4];
+    let mut i = 0;
+    while i < options.len() {
+        let tok = options[i].bytes();
+        let value = options.get(i + 1).map(ArgBytes::bytes);
+        let option = ["NONSCALING", "WINDOW", "EXPANSION", "GENERATION"]
+            .iter()
+            .position(|k| is_keyword(tok, k));
+        if let Some(o) = option {
+            if std::mem::replace(&mut seen[o], true) {
+                // As a plain BF.RESERVE, where a repeated option makes the command too long.
+                return Err(Reply::WrongArity);
+            }
+        }
+        if is_keyword(tok, "NONSCALING") {
+            c.nonscaling = true;
+            i += 1;
+            continue;
+        }
+        if is_keyword(tok, "WINDOW") {
+            let v = value.ok_or(Reply::Error("ERR no window"))?;
+            c.window_ms = window::parse_window(v).ok_or(Reply::Error("ERR bad window"))?;
+        } else if is_keyword(tok, "EXPANSION") {
+            let v = value.ok_or(Reply::Error("ERR no expansion"))?;
+            expansion = Some(parse_expansion(v)?);
+        } else if internal && is_keyword(tok, "GENERATION") {
+            let v = value.ok_or(Reply::Error("ERR unknown argument"))?;
+            c.generation =
+                Some(window::parse_generation(v).ok_or(Reply::Error("ERR unknown argument"))?);
+        } else {
+            return Err(Reply::Error("ERR unknown argument"));
+        }
+        i += 2;
     }
-    if !(4..=7).contains(&args.len()) {
+    if let Some(e) = expansion {
+        if c.nonscaling {
+            return Err(Reply::Error("Nonscaling filters cannot expand"));
+        }
+        c.expansion = e;
+    }
+    if c.window_ms == 0 {
+        return Err(Reply::Error("ERR no window"));
+    }
+    Ok(())
+}
+
+/// BF.RESERVE: creates an empty filter. Replies `+OK`. A plain filter's is replicated
+/// verbatim, a window filter's with the generation it was created at
+/// (`filter::window::reserve`).
+pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
+    // A window BF.RESERVE may be longer (WINDOW and, from the primary, GENERATION).
+    let windowed = args.len() >= 5 && names_window(&args[4..]);
+    if !windowed && !(4..=7).contains(&args.len()) {
         return Reply::WrongArity;
     }
-    // At most 5 arguments after the key (checked above): no vector for them.
-    let mut raw: [&[u8]; 5] = [&[]; 5];
-    for (r, a) in raw.iter_mut().zip(&args[2..]) {
-        *r = a.as_slice();
-    }
-    let r = match parse(&raw[..args.len() - 2]) {
-        Ok(r) => r,
+    let c = match parse(&args[2..], || window::internal(ctx)) {
+        Ok(c) => c,
         Err(e) => return e,
     };
     let key = ctx.open_key_writable(&args[1].string());
-    match lookup_mut(&key) {
+    match open_mut(&key) {
+        // A window filter is a filter too: RESERVE over either kind says so.
         Lookup::Found(_) => return Reply::Error("ERR item exists"),
-        // A window filter is a filter too: RESERVE over it says so, as over a plain one.
-        Lookup::WrongType if crate::module::window_type::get_mut(&key).is_some() => {
-            return Reply::Error("ERR item exists")
-        }
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
         Lookup::Missing => {}
     }
-    if let Err(e) = create_filter(
-        ctx,
-        &key,
-        args[1].as_slice(),
-        "BF.RESERVE",
-        (r.capacity, r.error, r.expansion, r.nonscaling),
-    ) {
-        return e;
+    let created = if c.window_ms != 0 {
+        window::reserve(ctx, &key, &args[1], &c)
+    } else {
+        plain::create(ctx, &key, args[1].as_slice(), "BF.RESERVE", &c)
+            .map(|()| Replication::Verbatim)
+    };
+    match created {
+        Ok(r) => {
+            replicate(ctx, &args[1], r);
+            notify(ctx, c"bf.reserve", &args[1]);
+            Reply::Ok
+        }
+        Err(e) => e,
     }
-    ctx.replicate_verbatim();
-    super::notify(ctx, c"bf.reserve", &args[1]);
-    Reply::Ok
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Result<ReserveArgs, Reply> {
-        let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
-        parse(&parts)
+    fn p(s: &str) -> Result<Creation, Reply> {
+        parse_reserve(&split(s), false)
+    }
+
+    fn split(s: &str) -> Vec<&[u8]> {
+        s.split(' ').map(str::as_bytes).collect()
+    }
+
+    /// The options and the explicit generation, as the tests read them.
+    fn parse_reserve(args: &[&[u8]], internal: bool) -> Result<Creation, Reply> {
+        parse(args, || internal)
+    }
+
+    #[test]
+    fn reserve_options() {
+        let c = parse_reserve(&split("0.01 100 WINDOW 5000 EXPANSION 4"), false).unwrap();
+        assert_eq!(
+            (
+                c.window_ms,
+                c.capacity,
+                c.expansion,
+                c.nonscaling,
+                c.generation
+            ),
+            (5000, 100, 4, false, None)
+        );
+        let c = parse_reserve(&split("0.01 100 nonscaling window 1"), false).unwrap();
+        assert!(c.nonscaling);
+        for (args, error) in [
+            ("0.01 100 WINDOW 0", Reply::Error("ERR bad window")),
+            ("0.01 100 WINDOW", Reply::Error("ERR no window")),
+            (
+                "0.01 100 WINDOW 10 NONSCALING EXPANSION 2",
+                Reply::Error("Nonscaling filters cannot expand"),
+            ),
+            // GENERATION only from the primary or the AOF.
+            (
+                "0.01 100 WINDOW 10 GENERATION 5",
+                Reply::Error("ERR unknown argument"),
+            ),
+            // A repeated option, as a plain BF.RESERVE too long.
+            ("0.01 100 WINDOW 10 WINDOW 20", Reply::WrongArity),
+            (
+                "0.01 100 WINDOW 10 EXPANSION 2 EXPANSION 3",
+                Reply::WrongArity,
+            ),
+            (
+                "0.01 100 NONSCALING WINDOW 10 nonscaling",
+                Reply::WrongArity,
+            ),
+        ] {
+            assert_eq!(p(args).unwrap_err(), error, "{args}");
+        }
+        let c = parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), true).unwrap();
+        assert_eq!(c.generation, Some(5));
     }
 
     #[test]
@@ -151,14 +273,10 @@ mod tests {
             p("0.1 10 expansion 4 nonscaling").unwrap_err(),
             Reply::Error("Nonscaling filters cannot expand")
         );
+        let c = p("0.1 10 expansion 4").unwrap();
         assert_eq!(
-            p("0.1 10 expansion 4").unwrap(),
-            ReserveArgs {
-                error: 0.1,
-                capacity: 10,
-                expansion: 4,
-                nonscaling: false
-            }
+            (c.error, c.capacity, c.expansion, c.nonscaling, c.window_ms),
+            (0.1, 10, 4, false, 0)
         );
         assert!(p("0.1 10 NonScaling").unwrap().nonscaling);
     }
