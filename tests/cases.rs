@@ -211,6 +211,30 @@ impl Case {
         self.fails.push(msg);
     }
 
+    /// Empties the server and starts a new AOF (with or without the RDB preamble), waits until
+    /// its first rewrite is written, and checks that it was written and that the server is up
+    /// and empty.
+    fn expect_new_aof(&mut self, rdb_preamble: bool) {
+        self.steps("CONFIG SET appendonly no -> OK");
+        if !rdb_preamble {
+            self.steps("CONFIG SET aof-use-rdb-preamble no -> OK");
+        }
+        self.steps(
+            r#"
+            FLUSHALL                  -> OK
+            CONFIG SET appendonly yes -> OK
+        "#,
+        );
+        let kv = self.wait_aof_idle();
+        assert_eq!(kv["aof_last_bgrewrite_status"], "ok", "{kv:?}");
+        self.steps(
+            r#"
+            DBSIZE -> 0
+            PING   -> PONG
+        "#,
+        );
+    }
+
     /// Waits until AOF is on and no rewrite is running or scheduled; returns INFO persistence.
     fn wait_aof_idle(&mut self) -> HashMap<String, String> {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -1063,21 +1087,8 @@ fn rewrite_aof_and_reload(t: &mut Case, dir: &Path) {
 #[test]
 fn b22_aof_rewrite_without_preamble() {
     let (s, mut t) = Case::start("B22", false);
-    t.steps(
-        r#"
-        CONFIG SET appendonly no           -> OK
-        CONFIG SET aof-use-rdb-preamble no -> OK
-        FLUSHALL                           -> OK
-        CONFIG SET appendonly yes          -> OK
-    "#,
-    );
-    t.wait_aof_idle();
-    t.steps(
-        r#"
-        PING                                      -> PONG
-        BF.RESERVE a:scaled 0.001 100 EXPANSION 2 -> OK
-    "#,
-    );
+    t.expect_new_aof(false);
+    t.eq("BF.RESERVE a:scaled 0.001 100 EXPANSION 2", ok());
     t.eq(eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
     t.steps(
         r#"
@@ -1163,20 +1174,8 @@ fn b22_aof_rewrite_without_preamble() {
 #[test]
 fn b23_loadchunk_is_propagated() {
     let (_s, mut t) = Case::start("B23", false);
-    t.steps(
-        r#"
-        CONFIG SET appendonly no  -> OK
-        FLUSHALL                  -> OK
-        CONFIG SET appendonly yes -> OK
-    "#,
-    );
-    t.wait_aof_idle();
-    t.steps(
-        r#"
-        PING                                 -> PONG
-        BF.RESERVE src 0.001 500 EXPANSION 2 -> OK
-    "#,
-    );
+    t.expect_new_aof(true);
+    t.eq("BF.RESERVE src 0.001 500 EXPANSION 2", ok());
     t.eq(eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
     let info_src = t.run("BF.INFO src");
     t.check(

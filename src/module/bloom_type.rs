@@ -23,17 +23,18 @@ use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The method table of a filter type whose callbacks, named `rdb_load`, `rdb_save`,
-/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort` and `copy`, are in scope where
-/// it is used; `defrag` is the type's active-defrag callback, if any.
+/// The method table of a filter type whose values are `value` (a [`FilterValue`], for the
+/// shared `mem_usage` and `copy` callbacks) and whose other callbacks, named `rdb_load`,
+/// `rdb_save`, `aof_rewrite`, `digest`, `free` and `free_effort`, are in scope where it is used;
+/// `defrag` is the type's active-defrag callback, if any.
 macro_rules! type_methods {
-    (defrag: $defrag:expr) => {
+    (value: $value:ty, defrag: $defrag:expr) => {
         raw::RedisModuleTypeMethods {
             version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
             rdb_load: Some(rdb_load),
             rdb_save: Some(rdb_save),
             aof_rewrite: Some(aof_rewrite),
-            mem_usage: Some(mem_usage),
+            mem_usage: Some($crate::module::bloom_type::mem_usage::<$value>),
             digest: Some(digest),
             free: Some(free),
             aux_load: None,
@@ -41,7 +42,7 @@ macro_rules! type_methods {
             aux_save_triggers: 0,
             free_effort: Some(free_effort),
             unlink: None,
-            copy: Some(copy),
+            copy: Some($crate::module::bloom_type::copy::<$value>),
             defrag: $defrag,
             mem_usage2: None,
             free_effort2: None,
@@ -57,7 +58,7 @@ pub(crate) use type_methods;
 pub static BLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
     rdb::ENCODING_VERSION,
-    type_methods!(defrag: Some(defrag)),
+    type_methods!(value: Chain, defrag: Some(defrag)),
 );
 
 /// A key's Bloom value: missing, present, or another type (WRONGTYPE).
@@ -255,10 +256,38 @@ unsafe extern "C" fn aof_rewrite(
     }));
 }
 
-unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: as in rdb_save.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    chain.mem_usage() as usize
+/// A value of one of the module's data types: what the callbacks shared by both types
+/// ([`mem_usage`], [`copy`]) need of it.
+pub(crate) trait FilterValue: Sized {
+    /// The type's name, for the log.
+    const TYPE_NAME: &'static str;
+    /// Bytes the value holds, as `MEMORY USAGE` and `BF.INFO` Size count them.
+    fn mem_usage(&self) -> u64;
+    /// A deep copy with fallibly allocated bit arrays (`None` when memory runs out).
+    fn try_copy(&self) -> Option<Self>;
+    /// Counts a new value in the `INFO bf` totals.
+    fn count_created(&self);
+}
+
+impl FilterValue for Chain {
+    const TYPE_NAME: &'static str = "MBbloom--";
+    fn mem_usage(&self) -> u64 {
+        Chain::mem_usage(self)
+    }
+    fn try_copy(&self) -> Option<Chain> {
+        try_clone(self)
+    }
+    fn count_created(&self) {
+        stats::filter_created(self)
+    }
+}
+
+/// The `mem_usage` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn mem_usage<T: FilterValue>(value: *const c_void) -> usize {
+    // SAFETY: Redis passes a live value of the type whose method table names this callback,
+    // which the module created as a `Box<T>`; it is only read.
+    let v = unsafe { &*value.cast::<T>() };
+    v.mem_usage() as usize
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
@@ -363,23 +392,23 @@ unsafe extern "C" fn defrag(
     0
 }
 
-unsafe extern "C" fn copy(
+/// The `COPY` callback of a data type whose values are `T`: an independent deep copy, or null
+/// (a client's `COPY` then fails with an error; a replica's or a replay's aborts rather than
+/// diverge, `memory::abort_copy_if_must_apply`).
+pub(crate) unsafe extern "C" fn copy<T: FilterValue>(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    // SAFETY: as in rdb_save.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    let cloned = catch_unwind(AssertUnwindSafe(|| try_clone(chain)));
-    match cloned {
+    // SAFETY: as in `mem_usage`.
+    let v = unsafe { &*value.cast::<T>() };
+    match catch_unwind(AssertUnwindSafe(|| v.try_copy())) {
         Ok(Some(c)) => {
-            stats::filter_created(&c);
+            c.count_created();
             Box::into_raw(Box::new(c)).cast()
         }
-        // Null makes a client's COPY fail with an error instead of aborting on allocation
-        // failure; a replica's or a replay's aborts rather than diverge.
         _ => {
-            crate::module::memory::abort_copy_if_must_apply("MBbloom--");
+            crate::module::memory::abort_copy_if_must_apply(T::TYPE_NAME);
             std::ptr::null_mut()
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window};
-use crate::module::bloom_type::{type_methods, IoReader, IoWriter};
+use crate::module::bloom_type::{type_methods, FilterValue, IoReader, IoWriter};
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -15,12 +15,25 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+impl FilterValue for Window {
+    const TYPE_NAME: &'static str = "bf-window";
+    fn mem_usage(&self) -> u64 {
+        Window::mem_usage(self)
+    }
+    fn try_copy(&self) -> Option<Window> {
+        try_clone(self)
+    }
+    fn count_created(&self) {
+        count(self, 1)
+    }
+}
+
 /// The window filter type. Its own 9-character name and RDB layout: a server or module that
 /// only knows `MBbloom--` refuses it instead of misreading it.
 pub static WINDOW_TYPE: RedisType = RedisType::new(
     "bf-window",
     window::ENCODING_VERSION,
-    type_methods!(defrag: None),
+    type_methods!(value: Window, defrag: None),
 );
 
 /// The window of a key opened read-only, if it holds one.
@@ -111,12 +124,6 @@ unsafe extern "C" fn aof_rewrite(
     }));
 }
 
-unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: as in rdb_save.
-    let w = unsafe { &*value.cast::<Window>() };
-    w.mem_usage() as usize
-}
-
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
         // SAFETY: the value was created with Box::into_raw(Box<Window>) by this module and
@@ -136,28 +143,6 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
     let w = unsafe { &*value.cast::<Window>() };
     let effort = w.gens.iter().map(|(_, c)| free_effort_of(c)).sum::<usize>();
     effort.clamp(1, LAZYFREE_THRESHOLD)
-}
-
-unsafe extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: as in rdb_save.
-    let w = unsafe { &*value.cast::<Window>() };
-    let cloned = catch_unwind(AssertUnwindSafe(|| try_clone(w)));
-    match cloned {
-        Ok(Some(c)) => {
-            count(&c, 1);
-            Box::into_raw(Box::new(c)).cast()
-        }
-        // Null makes a client's COPY fail with an error instead of aborting on allocation
-        // failure; a replica's or a replay's aborts rather than diverge.
-        _ => {
-            crate::module::memory::abort_copy_if_must_apply("bf-window");
-            std::ptr::null_mut()
-        }
-    }
 }
 
 /// A deep copy whose bit arrays are allocated fallibly.

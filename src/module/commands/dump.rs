@@ -3,7 +3,7 @@
 use crate::module::args::{parse_i64, Arg};
 use crate::module::bloom_type::Lookup;
 use crate::module::filter::shared::chunk_error;
-use crate::module::filter::{create_from_header, existing, open_mut};
+use crate::module::filter::{create_from_header, open_mut, with_existing};
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 
@@ -15,29 +15,26 @@ pub fn bf_scandump(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1].string());
-    let filter = match existing(&key) {
-        Ok(f) => f,
-        Err(e) => return e,
-    };
-    let Some(iter) = parse_i64(args[2].as_slice()) else {
-        return Reply::Error("Second argument must be numeric");
-    };
-    if iter == 0 {
-        send_array_header(ctx, 2);
-        send(ctx, &Reply::Int(1));
-        send_bulk(ctx, &filter.scandump_header());
-        return Reply::Sent;
-    }
-    match filter.scandump_chunk(iter) {
-        Ok((next, data)) => {
+    with_existing(ctx, &args[1], |filter| {
+        let Some(iter) = parse_i64(args[2].as_slice()) else {
+            return Reply::Error("Second argument must be numeric");
+        };
+        if iter == 0 {
             send_array_header(ctx, 2);
-            send(ctx, &Reply::Int(next));
-            send_bulk(ctx, data);
-            Reply::Sent
+            send(ctx, &Reply::Int(1));
+            send_bulk(ctx, &filter.scandump_header());
+            return Reply::Sent;
         }
-        Err(e) => chunk_error(e),
-    }
+        match filter.scandump_chunk(iter) {
+            Ok((next, data)) => {
+                send_array_header(ctx, 2);
+                send(ctx, &Reply::Int(next));
+                send_bulk(ctx, data);
+                Reply::Sent
+            }
+            Err(e) => chunk_error(e),
+        }
+    })
 }
 
 /// BF.LOADCHUNK: with iterator 1 on a missing key, creates the filter from a header (a window

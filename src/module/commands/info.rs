@@ -4,7 +4,7 @@
 use crate::module::args::{is_keyword, Arg};
 use crate::module::bloom_type::Lookup;
 use crate::module::filter::shared::InfoField;
-use crate::module::filter::{existing, open};
+use crate::module::filter::{open, with_existing, Filter};
 use crate::module::reply::{Reply, WRONGTYPE};
 use redis_module::{Context, ContextFlags};
 
@@ -33,12 +33,12 @@ pub fn bf_info(ctx: &Context, args: &[Arg]) -> Reply {
     if !(2..=3).contains(&args.len()) {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1].string());
-    let filter = match existing(&key) {
-        Ok(f) => f,
-        Err(e) => return e,
-    };
-    let Some(wanted) = args.get(2) else {
+    with_existing(ctx, &args[1], |filter| info_reply(ctx, filter, args.get(2)))
+}
+
+/// BF.INFO's reply for `filter`: every listed field, or the one `wanted` names.
+fn info_reply(ctx: &Context, filter: Filter<'_>, wanted: Option<&Arg>) -> Reply {
+    let Some(wanted) = wanted else {
         return Reply::Map(
             FIELDS
                 .iter()
@@ -82,16 +82,8 @@ pub fn bf_debug(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 2 {
         return Reply::WrongArity;
     }
-    let key = ctx.open_key(&args[1].string());
-    let filter = match existing(&key) {
-        Ok(f) => f,
-        Err(e) => return e,
-    };
-    Reply::Array(
-        filter
-            .debug_lines(ctx)
-            .into_iter()
-            .map(|l| Reply::Bulk(l.into_bytes()))
-            .collect(),
-    )
+    with_existing(ctx, &args[1], |filter| {
+        let lines = filter.debug_lines(ctx).into_iter();
+        Reply::Array(lines.map(|l| Reply::Bulk(l.into_bytes())).collect())
+    })
 }

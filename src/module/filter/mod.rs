@@ -17,7 +17,7 @@ use crate::bloom::window as windows;
 use crate::bloom::window::Window;
 use crate::bloom::Chain;
 use crate::module::args::Arg;
-use crate::module::bloom_type::{self, Lookup};
+use crate::module::bloom_type::{self, lookup, lookup_mut, Lookup};
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::window_type;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -44,7 +44,7 @@ pub enum FilterMut<'a> {
 /// when the key holds another type.
 pub fn open(key: &RedisKey) -> Lookup<Filter<'_>> {
     either(
-        bloom_type::lookup(key),
+        lookup(key),
         || window_type::get(key),
         Filter::Plain,
         Filter::Window,
@@ -77,14 +77,20 @@ pub fn existing(key: &RedisKey) -> Result<Filter<'_>, Reply> {
     }
 }
 
+/// The common start of the commands that read an existing filter: opens the key `name`
+/// read-only and answers `f(filter)`, or [`existing`]'s error.
+pub fn with_existing(ctx: &Context, name: &Arg, f: impl FnOnce(Filter<'_>) -> Reply) -> Reply {
+    let key = ctx.open_key(&name.string());
+    match existing(&key) {
+        Ok(filter) => f(filter),
+        Err(e) => e,
+    }
+}
+
 /// The filter of a key opened for writing, as [`open`]. The borrow must not outlive `key`.
 pub fn open_mut(key: &RedisKeyWritable) -> Lookup<FilterMut<'_>> {
-    either(
-        bloom_type::lookup_mut(key),
-        || window_type::get_mut(key),
-        FilterMut::Plain,
-        FilterMut::Window,
-    )
+    let window = || window_type::get_mut(key);
+    either(lookup_mut(key), window, FilterMut::Plain, FilterMut::Window)
 }
 
 /// BF.LOADCHUNK's header (iterator 1) on a missing key: the filter it describes (a window
