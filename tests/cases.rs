@@ -1088,15 +1088,15 @@ fn rewrite_aof_and_reload(t: &mut Case, dir: &Path) {
 fn b22_aof_rewrite_without_preamble() {
     let (s, mut t) = Case::start("B22", false);
     t.expect_new_aof(false);
-    t.eq("BF.RESERVE a:scaled 0.001 100 EXPANSION 2", ok());
-    t.eq(eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
     t.steps(
         r#"
-        BF.RESERVE a:ns 0.0001 3 NONSCALING   -> OK
-        BF.MADD a:ns x y z                    -> [1,1,1]
-        BF.RESERVE a:exp4 0.01 10 EXPANSION 4 -> OK
+        BF.RESERVE a:scaled 0.001 100 EXPANSION 2 -> OK
+        BF.RESERVE a:ns 0.0001 3 NONSCALING       -> OK
+        BF.MADD a:ns x y z                        -> [1,1,1]
+        BF.RESERVE a:exp4 0.01 10 EXPANSION 4     -> OK
     "#,
     );
+    t.eq(eval(ADD_LOOP, &["a:scaled"], &["s:", "1000"]), bs("ADDED"));
     t.eq(eval(ADD_LOOP, &["a:exp4"], &["e:", "60"]), bs("ADDED"));
     t.steps(
         r#"

@@ -1359,8 +1359,10 @@ mod tests {
         }
     }
 
-    /// Five full generations of a single layer each, equal sizes (the bug's worst case).
-    fn ring(items: &mut Vec<Vec<u8>>) -> Window {
+    /// Five full generations of a single layer each, equal sizes (the worst case for a walk
+    /// addressed by offset), and the items added to them.
+    fn ring() -> (Window, Vec<Vec<u8>>) {
+        let mut items = Vec::new();
         let mut w = Window::new(1000, 40, 0.01, 2, false, 20).unwrap();
         for g in 20..25u64 {
             for i in 0..10 {
@@ -1370,13 +1372,12 @@ mod tests {
             }
         }
         assert!(w.gens.iter().all(|(_, c)| c.layers.len() == 1));
-        w
+        (w, items)
     }
 
     #[test]
     fn walk_survives_a_drop_behind_it_and_a_new_generation() {
-        let mut items = Vec::new();
-        let mut src = ring(&mut items);
+        let (mut src, items) = ring();
         let before = src.clone();
         let copy = walk(&mut src, |step, w| {
             // After the walk left generation 20: 20 dropped, 25 and 26 created.
@@ -1404,8 +1405,7 @@ mod tests {
 
     #[test]
     fn walk_refused_when_its_generation_is_dropped() {
-        let mut items = Vec::new();
-        let mut src = ring(&mut items);
+        let (mut src, _) = ring();
         let r = walk(&mut src, |step, w| {
             if step == 0 {
                 add(w, b"next", 25).unwrap();
@@ -1420,8 +1420,7 @@ mod tests {
 
     #[test]
     fn walk_refused_by_the_copy_for_a_growth_layer_or_a_new_generation() {
-        let mut items = Vec::new();
-        let mut src = ring(&mut items);
+        let (mut src, _) = ring();
         // A burst grows the newest generation while the walk is in the oldest.
         let r = walk(&mut src, |step, w| {
             if step == 0 {
