@@ -25,16 +25,7 @@ pub fn bf_add(ctx: &Context, args: &[Arg]) -> Reply {
     let (key_name, item) = (&args[1], &args[2]);
     let key = ctx.open_key_writable(&key_name.string());
     let (added, created) = match open_mut(&key) {
-        Lookup::Found(FilterMut::Plain(chain)) => {
-            (plain::add_one(ctx, chain, key_name, item), false)
-        }
-        Lookup::Found(FilterMut::Window(w)) => {
-            let mut added = window::add(ctx, w, key_name, &args[2..], None, None, "BF.ADD");
-            if let Reply::Array(v) = &mut added.reply {
-                added.reply = v.pop().unwrap_or(Reply::Bool(false));
-            }
-            (added, false)
-        }
+        Lookup::Found(mut filter) => (filter.add_one(ctx, key_name, &args[2..]), false),
         Lookup::Missing => match plain::add_to_new(ctx, &key, key_name, item) {
             Ok(added) => (added, true),
             Err(e) => return e,
@@ -197,12 +188,8 @@ fn add_items(
     let windowed = creation.names_window();
     let (added, created) = match open_mut(key) {
         Lookup::Found(FilterMut::Plain(_)) if windowed => return Reply::Error(WRONGTYPE),
-        Lookup::Found(FilterMut::Plain(chain)) => (
-            plain::add_items(ctx, chain, key_name, items, None, command),
-            false,
-        ),
-        Lookup::Found(FilterMut::Window(w)) => (
-            window::add(ctx, w, key_name, items, creation.generation, None, command),
+        Lookup::Found(mut filter) => (
+            filter.add_items(ctx, key_name, items, creation, false, command),
             false,
         ),
         Lookup::WrongType => return Reply::Error(WRONGTYPE),
@@ -215,16 +202,11 @@ fn add_items(
                 Ok(w) => w,
                 Err(e) => return e,
             };
-            let added = window::add(
-                ctx,
-                w,
-                key_name,
-                items,
-                creation.generation,
-                Some(creation),
-                command,
-            );
-            (added, true)
+            let mut filter = FilterMut::Window(w);
+            (
+                filter.add_items(ctx, key_name, items, creation, true, command),
+                true,
+            )
         }
         Lookup::Missing => {
             if let Err(e) = plain::create(ctx, key, key_name.as_slice(), command, creation) {
@@ -233,8 +215,9 @@ fn add_items(
             let Lookup::Found(chain) = bloom_type::lookup_mut(key) else {
                 return Reply::Error(WRONGTYPE);
             };
+            let mut filter = FilterMut::Plain(chain);
             (
-                plain::add_items(ctx, chain, key_name, items, Some(creation), command),
+                filter.add_items(ctx, key_name, items, creation, true, command),
                 true,
             )
         }

@@ -22,7 +22,7 @@ use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::window_type;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::Context;
-use shared::InfoField;
+use shared::{Added, Creation, InfoField};
 
 /// The filter of a key opened read-only.
 pub enum Filter<'a> {
@@ -180,6 +180,49 @@ impl Filter<'_> {
 }
 
 impl FilterMut<'_> {
+    /// BF.ADD of one item (`items` holds exactly it) to this existing filter: what to reply
+    /// (one boolean or error), replicate and notify. A plain filter's path allocates nothing.
+    pub fn add_one<'a>(&mut self, ctx: &Context, key_name: &'a Arg, items: &'a [Arg]) -> Added<'a> {
+        match self {
+            FilterMut::Plain(c) => plain::add_one(ctx, c, key_name, &items[0]),
+            FilterMut::Window(w) => {
+                let mut added = window::add(ctx, w, key_name, items, None, None, "BF.ADD");
+                if let Reply::Array(v) = &mut added.reply {
+                    added.reply = v.pop().unwrap_or(Reply::Bool(false));
+                }
+                added
+            }
+        }
+    }
+
+    /// BF.MADD / BF.INSERT (`command`, for the log) of `items`: what to reply, replicate and
+    /// notify. `creation` holds the command's options (a replicated window write's explicit
+    /// `GENERATION` among them); `created` says this command just created the filter from
+    /// them, so that its replication creates it too.
+    pub fn add_items<'a>(
+        &mut self,
+        ctx: &Context,
+        key_name: &'a Arg,
+        items: &'a [Arg],
+        creation: &Creation,
+        created: bool,
+        command: &str,
+    ) -> Added<'a> {
+        let created = created.then_some(creation);
+        match self {
+            FilterMut::Plain(c) => plain::add_items(ctx, c, key_name, items, created, command),
+            FilterMut::Window(w) => window::add(
+                ctx,
+                w,
+                key_name,
+                items,
+                creation.generation,
+                created,
+                command,
+            ),
+        }
+    }
+
     /// BF.LOADCHUNK on an existing filter: writes `data` at the position `iter` names.
     pub fn load_chunk(&mut self, iter: i64, data: &[u8]) -> Result<(), ChunkError> {
         match self {
