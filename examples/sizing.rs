@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo run --release --example sizing                      # the tables of docs/sizing.md
 //! cargo run --release --example sizing -- 5000000 0.001 4   # one plan: capacity, error, expansion
+//! cargo run --release --example sizing -- 5000000 0.001 NONSCALING
 //! cargo run --release --example sizing -- 864000000 0.001 2 WINDOW 86400000   # a window filter
 //! ```
 
@@ -247,6 +248,76 @@ pub fn window_plan(capacity: u64, error: f64, growth: u32, ms: u64) -> String {
     s
 }
 
+/// What the program accepts.
+#[allow(dead_code)]
+const USAGE: &str = "usage: sizing                                   the tables of docs/sizing.md
+       sizing CAPACITY [ERROR [EXPANSION|NONSCALING]]  one filter's layers as it fills
+       sizing CAPACITY ERROR EXPANSION WINDOW MS       a window filter's memory
+(ERROR defaults to 0.01, EXPANSION to 2)";
+
+/// One plan from the command line, or what is wrong with it.
+#[allow(dead_code)]
+fn plan(args: &[String]) -> Result<String, String> {
+    let capacity: u64 = match args[0].parse() {
+        Ok(c) if c >= 1 => c,
+        _ => return Err(format!("capacity {:?}: a positive integer", args[0])),
+    };
+    let error: f64 = match args.get(1).map(|e| e.parse::<f64>()) {
+        None => 0.01,
+        Some(Ok(e)) if e > 0.0 && e < 1.0 => e,
+        Some(_) => return Err(format!("error {:?}: a number in (0, 1)", args[1])),
+    };
+    let growth: Option<u32> = match args.get(2).map(String::as_str) {
+        None => Some(2),
+        Some(g) if g.eq_ignore_ascii_case("NONSCALING") => None,
+        Some(g) => match g.parse() {
+            Ok(g) if g >= 1 => Some(g),
+            _ => return Err(format!("expansion {g:?}: an integer >= 1, or NONSCALING")),
+        },
+    };
+    match (args.get(3), growth) {
+        (None, _) => {}
+        (Some(w), Some(growth)) if w.eq_ignore_ascii_case("WINDOW") && args.len() == 5 => {
+            return match args[4].parse() {
+                Ok(ms) if ms >= 1 => Ok(window_plan(capacity, error, growth, ms)),
+                _ => Err(format!(
+                    "window {:?}: milliseconds, an integer >= 1",
+                    args[4]
+                )),
+            };
+        }
+        (Some(_), _) => return Err("after the expansion: WINDOW milliseconds".into()),
+    }
+    let mut out = match growth {
+        Some(g) => format!("BF.RESERVE k {error} {capacity} EXPANSION {g}\n"),
+        None => format!("BF.RESERVE k {error} {capacity} NONSCALING\n"),
+    };
+    // A non-scaling filter never grows: its one layer, full.
+    let fills: &[u64] = if growth.is_some() {
+        &[1, 2, 4, 10]
+    } else {
+        &[1]
+    };
+    for &times in fills {
+        let plan = layers(capacity, error, growth, capacity * times);
+        let size = info_size(&plan);
+        let line = format!(
+            "  {times:>2}× capacity: {} layer(s), BF.INFO Size {size} ({})\n",
+            plan.len(),
+            human(size)
+        );
+        out.push_str(&line);
+        for (i, l) in plan.iter().enumerate() {
+            let line = format!(
+                "      layer {i}: capacity {}, rate {:e}, k {}, {} bytes\n",
+                l.entries, l.error, l.hashes, l.bytes
+            );
+            out.push_str(&line);
+        }
+    }
+    Ok(out)
+}
+
 #[allow(dead_code)]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -254,38 +325,15 @@ fn main() {
         print!("{}", report());
         return;
     }
-    let capacity: u64 = args[0].parse().expect("capacity: a positive integer");
-    let error: f64 = args
-        .get(1)
-        .map_or(0.01, |e| e.parse().expect("error: a number in (0, 1)"));
-    let growth: u32 = args
-        .get(2)
-        .map_or(2, |g| g.parse().expect("expansion: an integer ≥ 1"));
-    if let Some(ms) = args.get(3) {
-        assert!(
-            ms.eq_ignore_ascii_case("WINDOW") && args.len() == 5,
-            "after the expansion: WINDOW milliseconds"
-        );
-        let ms: u64 = args[4]
-            .parse()
-            .expect("window: milliseconds, an integer ≥ 1");
-        print!("{}", window_plan(capacity, error, growth, ms));
+    if args[0] == "-h" || args[0] == "--help" {
+        println!("{USAGE}");
         return;
     }
-    println!("BF.RESERVE k {error} {capacity} EXPANSION {growth}");
-    for times in [1u64, 2, 4, 10] {
-        let plan = layers(capacity, error, Some(growth), capacity * times);
-        println!(
-            "  {times:>2}× capacity: {} layer(s), BF.INFO Size {} ({})",
-            plan.len(),
-            info_size(&plan),
-            human(info_size(&plan))
-        );
-        for (i, l) in plan.iter().enumerate() {
-            println!(
-                "      layer {i}: capacity {}, rate {:e}, k {}, {} bytes",
-                l.entries, l.error, l.hashes, l.bytes
-            );
+    match plan(&args) {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("sizing: {e}\n{USAGE}");
+            std::process::exit(2);
         }
     }
 }

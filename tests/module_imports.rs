@@ -1,7 +1,8 @@
-//! No import circle between the files of `src/`: each file's `crate::…` and `super::…` paths
-//! (in `use` lines and inline) name the files it depends on, and that graph must have no
+//! No import circle between the files of `src/`: each file's `crate::…`, `super::…` and
+//! `self::…` paths, and a parent's bare paths into the child modules it declares (`use
+//! stats::info;` in a `mod.rs`), in `use` lines and inline, name the files it depends on, and that graph must have no
 //! cycle, so every layer of the module depends only on the ones below it. A parent `mod.rs`
-//! declaring `mod child;` is not an edge; a path into the crate root (`crate::bloom`, the
+//! declaring `mod child;` is not an edge by itself; a path into the crate root (`crate::bloom`, the
 //! core's re-export) is not a file of `src/module`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,6 +118,20 @@ fn file_of(src: &Path, path: &[String]) -> Option<PathBuf> {
     None
 }
 
+/// The child modules `code` declares (`mod x;`, `pub mod x;`, `pub(crate) mod x;`).
+fn child_modules(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.split_once("mod ")?;
+            let vis = rest.0.trim();
+            let name = rest.1.strip_suffix(';')?.trim();
+            let plain = vis.is_empty() || vis == "pub" || vis.starts_with("pub(");
+            (plain && !name.is_empty() && name.chars().all(is_ident)).then(|| name.to_string())
+        })
+        .collect()
+}
+
 /// The files each file of `src/` depends on.
 fn import_graph(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let mut files = Vec::new();
@@ -127,10 +142,23 @@ fn import_graph(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
         let here = module_path(&rel);
         let code = code_of(&std::fs::read_to_string(&file).unwrap());
         let mut paths = Vec::new();
-        for (keyword, base) in [
-            ("crate::", Vec::new()),
-            ("super::", here[..here.len().saturating_sub(1)].to_vec()),
-        ] {
+        // Paths from the crate root, from the parent, from this module, and (in a file that
+        // declares child modules, e.g. a `mod.rs`) the bare paths into its children.
+        let mut roots = vec![
+            ("crate::".to_string(), Vec::new()),
+            (
+                "super::".to_string(),
+                here[..here.len().saturating_sub(1)].to_vec(),
+            ),
+            ("self::".to_string(), here.clone()),
+        ];
+        for child in child_modules(&code) {
+            let mut base = here.clone();
+            base.push(child.clone());
+            roots.push((format!("{child}::"), base));
+        }
+        for (keyword, base) in &roots {
+            let keyword = keyword.as_str();
             let mut from = 0;
             while let Some(p) = code[from..].find(keyword) {
                 let at = from + p;
@@ -139,7 +167,7 @@ fn import_graph(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
                 if before.is_some_and(is_ident) || code[..at].ends_with("::") {
                     continue; // `$crate::`, or `x::super::`
                 }
-                parse_tree(&code[from..], &base, &mut paths);
+                parse_tree(&code[from..], base, &mut paths);
             }
         }
         let deps: BTreeSet<PathBuf> = paths
@@ -229,4 +257,30 @@ fn paths_and_cycles_are_found() {
     );
     let acyclic = BTreeMap::from([edge("a.rs", "b.rs"), edge("b.rs", "c.rs")]);
     assert_eq!(find_cycle(&acyclic), None);
+}
+
+/// A child that uses its parent's item while the parent uses the child's: found through the
+/// parent's bare path into its child.
+#[test]
+fn a_parent_child_circle_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("m")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod m;\n").unwrap();
+    std::fs::write(
+        src.join("m/mod.rs"),
+        "pub mod c;\npub const V: i32 = 1;\npub fn f() -> i32 { c::g() }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("m/c.rs"), "pub fn g() -> i32 { super::V }\n").unwrap();
+    let graph = import_graph(src);
+    let cycle: Vec<String> = find_cycle(&graph)
+        .expect("the circle m/mod.rs <-> m/c.rs")
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(cycle, ["m/c.rs", "m/mod.rs", "m/c.rs"]);
+    // Without the parent's use of its child, no circle.
+    std::fs::write(src.join("m/mod.rs"), "pub mod c;\npub const V: i32 = 1;\n").unwrap();
+    assert_eq!(find_cycle(&import_graph(src)), None);
 }

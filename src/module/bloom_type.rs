@@ -14,7 +14,7 @@ use crate::bloom::rdb::{self, DecodeError, ValueReader, ValueWriter};
 use crate::bloom::Chain;
 use crate::module::alloc;
 use crate::module::pages;
-use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
@@ -77,17 +77,6 @@ pub fn lookup(key: &RedisKey) -> Lookup<&Chain> {
         Ok(Some(c)) => Lookup::Found(c),
         Ok(None) => Lookup::Missing,
         Err(_) => Lookup::WrongType,
-    }
-}
-
-/// Reads the filter of a key opened read-only that must exist.
-///
-/// Errors: `ERR not found` for a missing key, WRONGTYPE for another type.
-pub fn existing(key: &RedisKey) -> Result<&Chain, Reply> {
-    match lookup(key) {
-        Lookup::Found(c) => Ok(c),
-        Lookup::Missing => Err(Reply::Error(NOT_FOUND)),
-        Lookup::WrongType => Err(Reply::Error(WRONGTYPE)),
     }
 }
 

@@ -116,7 +116,7 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
         raw::RedisModule_InfoAddFieldLongLong.unwrap()(
             ctx,
             c"version".as_ptr(),
-            super::MODULE_VERSION.into(),
+            crate::module::version::MODULE_VERSION.into(),
         );
         let [filters, layers, items, bytes] = filter_counts();
         for (name, v) in [

@@ -2,7 +2,7 @@
 //! `reserve` (BF.RESERVE), `add` (BF.ADD, BF.MADD, BF.INSERT), `exists` (BF.EXISTS,
 //! BF.MEXISTS), `info` (BF.INFO, BF.CARD, BF.DEBUG), `dump` (BF.SCANDUMP, BF.LOADCHUNK).
 //! Each handler parses its arguments once, opens its key once (`filter::open` /
-//! `filter::open_mut`), asks the filter kind (`filter::plain`, `filter::window`) what it
+//! `filter::open_mut`, or `filter::with_existing` for a read of a filter that must exist), asks the filter kind (`filter::plain`, `filter::window`) what it
 //! needs, then replies, replicates and notifies once.
 
 pub mod add;
