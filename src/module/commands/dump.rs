@@ -40,9 +40,9 @@ pub fn bf_scandump(ctx: &Context, args: &[Arg]) -> Reply {
 /// BF.LOADCHUNK: with iterator 1 on a missing key, creates the filter from a header (a window
 /// header makes a window filter); on an existing filter, writes a chunk at the position its
 /// iterator names. Replies `+OK`; replicated verbatim. Errors: `ERR Second argument must be
-/// numeric`, `ERR not found`, WRONGTYPE, `ERR received bad data`, `ERR Insufficient memory to
-/// create filter` (a valid header over the memory budget), `ERR invalid offset - no link
-/// found`, `ERR invalid chunk - Too big for current filter`. A replicated or loaded header that
+/// numeric`, `ERR not found`, WRONGTYPE, `ERR received bad data` (also for a valid header
+/// over the memory budget, as RedisBloom answers), `ERR invalid offset - no link found`,
+/// `ERR invalid chunk - Too big for current filter`. A replicated or loaded header that
 /// cannot be allocated aborts the server (see `memory::abort_diverging`).
 pub fn bf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() != 4 {

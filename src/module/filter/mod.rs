@@ -94,8 +94,8 @@ pub fn open_mut(key: &RedisKeyWritable) -> Lookup<FilterMut<'_>> {
 }
 
 /// BF.LOADCHUNK's header (iterator 1) on a missing key: the filter it describes (a window
-/// header makes a window filter), stored in `key`. Errors: the header's refusal as a reply
-/// (`ERR received bad data`, `ERR Insufficient memory to create filter`).
+/// header makes a window filter), stored in `key`. Errors: `ERR received bad data` for a
+/// malformed header and for one too big for memory alike (not created).
 pub fn create_from_header(
     ctx: &Context,
     key: &RedisKeyWritable,

@@ -304,7 +304,8 @@ pub fn info(chain: &Chain, field: InfoField) -> Option<Reply> {
 
 /// BF.LOADCHUNK's header: the filter it describes, within the memory budget (a replicated or
 /// loaded header that cannot be allocated aborts the server, see [`abort_diverging`]).
-/// Errors: the header's [`ChunkError`] as a reply.
+/// Errors: the header's [`ChunkError`] as a reply (`ERR received bad data`, for one too big
+/// for memory too).
 pub fn from_header(ctx: &Context, key_name: &Arg, data: &[u8]) -> Result<Chain, Reply> {
     let decoded = with_budget(
         ctx,

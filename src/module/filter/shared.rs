@@ -104,13 +104,14 @@ pub fn replicate(ctx: &Context, key: &Arg, r: Replication) {
     }
 }
 
-/// The reply for a refused SCANDUMP header or chunk (both kinds).
+/// The reply for a refused SCANDUMP header or chunk (both kinds). A header too big for memory
+/// answers as a malformed one (`ERR received bad data`), as RedisBloom does on every server
+/// line; only a replicated or loaded one is told apart (it aborts, see `abort_diverging`).
 pub fn chunk_error(e: ChunkError) -> Reply {
     Reply::Error(match e {
-        ChunkError::BadData => "ERR received bad data",
+        ChunkError::BadData | ChunkError::OutOfMemory => "ERR received bad data",
         ChunkError::NoLink => "ERR invalid offset - no link found",
         ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
-        ChunkError::OutOfMemory => "ERR Insufficient memory to create filter",
         ChunkError::Changed => crate::bloom::dump::CHANGED_MESSAGE,
     })
 }

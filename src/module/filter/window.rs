@@ -406,7 +406,8 @@ pub fn debug_lines(ctx: &Context, w: &Window) -> Vec<String> {
 
 /// BF.LOADCHUNK's window header: the filter it describes, within the memory budget. A
 /// client's header whose generation is implausibly far ahead of this server's clock is refused
-/// (`plausible_generation`). Errors: the header's [`ChunkError`] as a reply.
+/// (`plausible_generation`). Errors: the header's [`ChunkError`] as a reply (`ERR received bad
+/// data`, for one too big for memory too; a replicated or loaded one aborts the server).
 pub fn from_header(ctx: &Context, key_name: &Arg, data: &[u8]) -> Result<Window, Reply> {
     if !internal(ctx) && !plausible_generation(ctx, data) {
         return Err(chunk_error(ChunkError::BadData));
