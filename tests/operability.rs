@@ -18,3 +18,10 @@ macro_rules! scenarios {
 }
 
 operability_cases::for_each_scenario!(scenarios);
+
+/// Command metadata as RedisBloom 8 registers it, on this server (not in the shared scenario
+/// list: its exceptions are written for Redis servers).
+#[test]
+fn command_metadata_as_redisbloom8() {
+    operability_cases::command_metadata_as_redisbloom8(&common::server_binary());
+}

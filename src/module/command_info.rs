@@ -1,91 +1,282 @@
-//! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md` ("Additions")):
-//! arity, summary and one key spec (the key at index 1) per command, registered with
-//! `RedisModule_SetCommandInfo` directly because the crate's path needs Redis ≥ 7.2 (on 7.0 its
-//! `#[command]` macro makes the module fail to load).
+//! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md`
+//! ("Common rules")): arity, one key spec (the key at index 1) and the documentation tree of
+//! every command (summary, since, complexity, arguments), as RedisBloom 8 registers them
+//! (key spec flags aside: see [`Meta::key_flags`]).
+//! Registered with `RedisModule_SetCommandInfo` directly because the crate's path needs
+//! Redis ≥ 7.2 (on 7.0 its `#[command]` macro makes the module fail to load).
 
 use redis_module::commands::{BeginSearch, FindKeys, KeySpec, KeySpecFlags};
 use redis_module::{raw, Context};
-use std::ffi::CString;
+use std::ffi::{c_char, CStr};
+use std::ptr::{null, null_mut};
 
-/// (name, arity, key-spec flags, summary, complexity).
-const COMMANDS: [(&str, i32, &str, &str, &str); 11] = [
-    (
-        "BF.RESERVE",
-        -4,
-        "RW INSERT",
-        "Creates an empty Bloom filter with an error rate and capacity",
-        "O(1)",
-    ),
-    (
-        "BF.ADD",
-        3,
-        "RW INSERT",
-        "Adds an item, creating the filter if needed",
-        "O(k), k the hash count",
-    ),
-    (
-        "BF.MADD",
-        -3,
-        "RW INSERT",
-        "Adds items, creating the filter if needed",
-        "O(k * n), n the number of items",
-    ),
-    (
-        "BF.INSERT",
-        -4,
-        "RW INSERT",
-        "Adds items, creating the filter with given parameters if needed",
-        "O(k * n), n the number of items",
-    ),
-    (
-        "BF.EXISTS",
-        3,
-        "RO ACCESS",
-        "Tells whether an item may have been added",
-        "O(k), k the hash count",
-    ),
-    (
-        "BF.MEXISTS",
-        -3,
-        "RO ACCESS",
-        "Tells for each item whether it may have been added",
-        "O(k * n), n the number of items",
-    ),
-    (
-        "BF.INFO",
-        -2,
-        "RO",
-        "Returns the filter's capacity, size, layers, items and expansion",
-        "O(1)",
-    ),
-    (
-        "BF.CARD",
-        2,
-        "RO",
-        "Returns the number of items added to the filter",
-        "O(1)",
-    ),
-    (
-        "BF.DEBUG",
-        2,
-        "RO",
-        "Returns the filter's layers, one line each",
-        "O(layers)",
-    ),
-    (
-        "BF.SCANDUMP",
-        3,
-        "RO ACCESS",
-        "Returns the next chunk of an incremental dump of the filter",
-        "O(n), n the chunk size",
-    ),
-    (
-        "BF.LOADCHUNK",
-        4,
-        "RW UPDATE",
-        "Restores a filter from a chunk produced by BF.SCANDUMP",
-        "O(n), n the chunk size",
-    ),
+/// The type of a documented argument (`COMMAND DOCS` `type`).
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Key,
+    Str,
+    Int,
+    Double,
+    Token,
+    OneOf,
+    Block,
+}
+
+impl Kind {
+    fn raw(self) -> raw::RedisModuleCommandArgType {
+        match self {
+            Kind::Str => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            Kind::Int => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            Kind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
+            Kind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+            Kind::Token => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+            Kind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            Kind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+        }
+    }
+}
+
+/// No argument flag.
+const REQUIRED: u32 = 0;
+/// `optional`.
+const OPTIONAL: u32 = raw::REDISMODULE_CMD_ARG_OPTIONAL;
+/// `multiple`.
+const MULTIPLE: u32 = raw::REDISMODULE_CMD_ARG_MULTIPLE;
+
+/// One documented argument. Every argument but a `block` or `oneof` shows its name as its
+/// `display_text`; the key is key spec 0.
+struct DocArg {
+    name: &'static CStr,
+    kind: Kind,
+    token: Option<&'static CStr>,
+    flags: u32,
+    sub: &'static [DocArg],
+}
+
+const fn arg(name: &'static CStr, kind: Kind, flags: u32) -> DocArg {
+    DocArg {
+        name,
+        kind,
+        token: None,
+        flags,
+        sub: &[],
+    }
+}
+
+/// A pure token (`NONSCALING`) named `name`.
+const fn token(name: &'static CStr, token: &'static CStr, flags: u32) -> DocArg {
+    DocArg {
+        name,
+        kind: Kind::Token,
+        token: Some(token),
+        flags,
+        sub: &[],
+    }
+}
+
+/// An optional `TOKEN value` pair: a block holding one argument named as the block.
+const fn option(name: &'static CStr, token: &'static CStr, value: &'static [DocArg]) -> DocArg {
+    DocArg {
+        name,
+        kind: Kind::Block,
+        token: Some(token),
+        flags: OPTIONAL,
+        sub: value,
+    }
+}
+
+const KEY: DocArg = arg(c"key", Kind::Key, REQUIRED);
+const ITEM: DocArg = arg(c"item", Kind::Str, REQUIRED);
+const ITEMS: DocArg = arg(c"item", Kind::Str, MULTIPLE);
+const ITERATOR: DocArg = arg(c"iterator", Kind::Int, REQUIRED);
+const EXPANSION: DocArg = option(
+    c"expansion",
+    c"EXPANSION",
+    &[arg(c"expansion", Kind::Int, REQUIRED)],
+);
+const NONSCALING: DocArg = token(c"nonscaling", c"NONSCALING", OPTIONAL);
+
+const ONE_HASH: &CStr =
+    c"O(k), where k is the number of hash functions used by the last sub-filter";
+const N_HASHES: &CStr =
+    c"O(k * n), where k is the number of hash functions and n is the number of items";
+const CAPACITY_SIZED: &CStr = c"O(n), where n is the capacity";
+const ADD_MANY: &CStr =
+    c"Adds one or more items to a Bloom Filter. A filter will be created if it does not exist";
+
+/// The documentation of a command (`COMMAND DOCS`): summary, since, complexity, arguments.
+struct Doc {
+    summary: &'static CStr,
+    since: &'static CStr,
+    complexity: &'static CStr,
+    args: &'static [DocArg],
+}
+
+/// The metadata of one command.
+struct Meta {
+    name: &'static CStr,
+    arity: i32,
+    /// Key spec flags: `RW`/`RO`, then `INSERT`/`UPDATE`/`ACCESS`. RedisBloom 8's, except that
+    /// its writes and BF.SCANDUMP have no `INSERT`/`UPDATE`/`ACCESS`, and Redis lets any key
+    /// pattern (a read-only `%R~` one too) use a key whose spec has none of these; ours keep
+    /// them so that key patterns restrict as documented.
+    key_flags: &'static str,
+    /// None: no documentation (`COMMAND DOCS` gives the group and module only).
+    doc: Option<Doc>,
+}
+
+const COMMANDS: [Meta; 11] = [
+    Meta {
+        name: c"bf.reserve",
+        arity: -4,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Creates a new Bloom Filter",
+            since: c"1.0.0",
+            complexity: c"O(1)",
+            args: &[
+                KEY,
+                arg(c"error_rate", Kind::Double, REQUIRED),
+                arg(c"capacity", Kind::Int, REQUIRED),
+                EXPANSION,
+                NONSCALING,
+            ],
+        }),
+    },
+    Meta {
+        name: c"bf.add",
+        arity: 3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Adds an item to a Bloom Filter",
+            since: c"1.0.0",
+            complexity: ONE_HASH,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"bf.madd",
+        arity: -3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: ADD_MANY,
+            since: c"1.0.0",
+            complexity: N_HASHES,
+            args: &[KEY, ITEMS],
+        }),
+    },
+    Meta {
+        name: c"bf.insert",
+        arity: -4,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: ADD_MANY,
+            since: c"1.0.0",
+            complexity: N_HASHES,
+            args: &[
+                KEY,
+                option(
+                    c"capacity",
+                    c"CAPACITY",
+                    &[arg(c"capacity", Kind::Int, REQUIRED)],
+                ),
+                option(c"error", c"ERROR", &[arg(c"error", Kind::Double, REQUIRED)]),
+                EXPANSION,
+                token(c"nocreate", c"NOCREATE", OPTIONAL),
+                NONSCALING,
+                token(c"items", c"ITEMS", REQUIRED),
+                ITEMS,
+            ],
+        }),
+    },
+    Meta {
+        name: c"bf.exists",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: c"Checks whether an item exists in a Bloom Filter",
+            since: c"1.0.0",
+            complexity: ONE_HASH,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"bf.mexists",
+        arity: -3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: c"Checks whether one or more items exist in a Bloom Filter",
+            since: c"1.0.0",
+            complexity: N_HASHES,
+            args: &[KEY, ITEMS],
+        }),
+    },
+    Meta {
+        name: c"bf.info",
+        arity: -2,
+        key_flags: "RO",
+        doc: Some(Doc {
+            summary: c"Returns information about a Bloom Filter",
+            since: c"1.0.0",
+            complexity: c"O(1)",
+            args: &[
+                KEY,
+                DocArg {
+                    name: c"single_value",
+                    kind: Kind::OneOf,
+                    token: None,
+                    flags: OPTIONAL,
+                    // The first name is spelled as RedisBloom 8 spells it.
+                    sub: &[
+                        token(c"capcaity", c"CAPACITY", REQUIRED),
+                        token(c"SIZE", c"SIZE", REQUIRED),
+                        token(c"FILTERS", c"FILTERS", REQUIRED),
+                        token(c"ITEMS", c"ITEMS", REQUIRED),
+                        token(c"EXPANSION", c"EXPANSION", REQUIRED),
+                    ],
+                },
+            ],
+        }),
+    },
+    Meta {
+        name: c"bf.card",
+        arity: 2,
+        key_flags: "RO",
+        doc: Some(Doc {
+            summary: c"Returns the cardinality of a Bloom filter",
+            since: c"2.4.4",
+            complexity: c"O(1)",
+            args: &[KEY],
+        }),
+    },
+    Meta {
+        name: c"bf.debug",
+        arity: -1,
+        key_flags: "RW ACCESS UPDATE",
+        doc: None,
+    },
+    Meta {
+        name: c"bf.scandump",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: c"Begins an incremental save of the bloom filter",
+            since: c"1.0.0",
+            complexity: CAPACITY_SIZED,
+            args: &[KEY, ITERATOR],
+        }),
+    },
+    Meta {
+        name: c"bf.loadchunk",
+        arity: 4,
+        key_flags: "RW UPDATE",
+        doc: Some(Doc {
+            summary: c"Restores a filter previously saved using SCANDUMP",
+            since: c"1.0.0",
+            complexity: CAPACITY_SIZED,
+            args: &[KEY, ITERATOR, arg(c"data", Kind::Str, REQUIRED)],
+        }),
+    },
 ];
 
 fn key_spec_flags(text: &str) -> KeySpecFlags {
@@ -101,6 +292,58 @@ fn key_spec_flags(text: &str) -> KeySpecFlags {
     })
 }
 
+/// The end of an argument array: an entry with no name.
+fn end_of_args() -> raw::RedisModuleCommandArg {
+    raw::RedisModuleCommandArg {
+        name: null(),
+        type_: 0,
+        key_spec_index: -1,
+        token: null(),
+        summary: null(),
+        since: null(),
+        flags: 0,
+        deprecated_since: null(),
+        subargs: null_mut(),
+        display_text: null(),
+    }
+}
+
+/// `args` as the NUL-terminated array Redis reads, its nested arrays kept in `arrays` (moving
+/// a `Vec` does not move its elements, so the pointers stay valid while `arrays` lives).
+fn raw_args(
+    args: &[DocArg],
+    arrays: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> *mut raw::RedisModuleCommandArg {
+    let mut out = Vec::with_capacity(args.len() + 1);
+    for a in args {
+        let container = matches!(a.kind, Kind::Block | Kind::OneOf);
+        out.push(raw::RedisModuleCommandArg {
+            name: a.name.as_ptr(),
+            type_: a.kind.raw(),
+            key_spec_index: if a.kind == Kind::Key { 0 } else { -1 },
+            token: a.token.map_or(null(), CStr::as_ptr),
+            summary: null(),
+            since: null(),
+            flags: a.flags as i32,
+            deprecated_since: null(),
+            subargs: if a.sub.is_empty() {
+                null_mut()
+            } else {
+                raw_args(a.sub, arrays)
+            },
+            display_text: if container { null() } else { a.name.as_ptr() },
+        });
+    }
+    out.push(end_of_args());
+    let p = out.as_mut_ptr();
+    arrays.push(out);
+    p
+}
+
+fn ptr_or_null(s: Option<&'static CStr>) -> *const c_char {
+    s.map_or(null(), CStr::as_ptr)
+}
+
 static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
     version: 1,
     sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -112,7 +355,8 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 /// work without metadata (Redis then derives a key spec from the (1, 1, 1) key triple).
 pub fn register(ctx: &Context) {
     // SAFETY: both functions exist since Redis 7.0 (checked for None anyway); every string and
-    // array passed stays alive until SetCommandInfo returns (Redis copies what it keeps).
+    // array passed stays alive until SetCommandInfo returns (the strings are static, the
+    // argument arrays live in `arrays`, the key specs in `specs`; Redis copies what it keeps).
     unsafe {
         let (Some(get_command), Some(set_info)) =
             (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo)
@@ -120,35 +364,34 @@ pub fn register(ctx: &Context) {
             ctx.log_notice("redis-bf: server has no command metadata API; skipped");
             return;
         };
-        for (name, arity, flags, summary, complexity) in COMMANDS {
-            let cname = CString::new(name).unwrap_or_default();
-            let command = get_command(ctx.get_raw(), cname.as_ptr());
+        for m in &COMMANDS {
+            let command = get_command(ctx.get_raw(), m.name.as_ptr());
             if command.is_null() {
                 continue;
             }
             let spec = KeySpec::new(
                 None,
-                key_spec_flags(flags),
+                key_spec_flags(m.key_flags),
                 BeginSearch::new_index(1),
                 FindKeys::new_range(0, 1, 0),
             );
             let mut specs: [raw::RedisModuleCommandKeySpec; 2] =
                 [(&spec).into(), std::mem::zeroed()];
-            let summary = CString::new(summary).unwrap_or_default();
-            let complexity = CString::new(complexity).unwrap_or_default();
-            let since = c"0.1.0";
+            let mut arrays = Vec::new();
+            let doc = m.doc.as_ref();
             let info = raw::RedisModuleCommandInfo {
                 version: &INFO_VERSION,
-                summary: summary.as_ptr(),
-                complexity: complexity.as_ptr(),
-                since: since.as_ptr(),
-                history: std::ptr::null_mut(),
-                tips: std::ptr::null(),
-                arity,
+                summary: ptr_or_null(doc.map(|d| d.summary)),
+                complexity: ptr_or_null(doc.map(|d| d.complexity)),
+                since: ptr_or_null(doc.map(|d| d.since)),
+                history: null_mut(),
+                tips: null(),
+                arity: m.arity,
                 key_specs: specs.as_mut_ptr(),
-                args: std::ptr::null_mut(),
+                args: doc.map_or(null_mut(), |d| raw_args(d.args, &mut arrays)),
             };
             if set_info(command, &info) != raw::REDISMODULE_OK as i32 {
+                let name = m.name.to_string_lossy();
                 ctx.log_warning(&format!("redis-bf: could not set command info of {name}"));
             }
         }

@@ -162,20 +162,26 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Commands are registered in lower case: Redis names the registered name in its arity
     // error (`ERR wrong number of arguments for 'bf.add' command`), as RedisBloom's replies do.
-    const WRITE: (&CStr, &CStr) = (c"write deny-oom", c"write bloom");
-    const READ: (&CStr, &CStr) = (c"readonly fast", c"read bloom");
-    for (name, handler, (flags, acl)) in [
-        (c"bf.reserve", raw_reserve as RawCommand, WRITE),
-        (c"bf.add", raw_add, WRITE),
-        (c"bf.madd", raw_madd, WRITE),
-        (c"bf.insert", raw_insert, WRITE),
-        (c"bf.exists", raw_exists, READ),
-        (c"bf.mexists", raw_mexists, READ),
-        (c"bf.info", raw_info, READ),
-        (c"bf.card", raw_card, READ),
-        (c"bf.debug", raw_debug, READ),
-        (c"bf.scandump", raw_scandump, READ),
-        (c"bf.loadchunk", raw_loadchunk, WRITE),
+    // The flags and ACL categories are RedisBloom 8's (`fast` on BF.RESERVE, BF.INFO, BF.CARD).
+    const WRITE: &CStr = c"write deny-oom";
+    const READ: &CStr = c"readonly fast";
+    for (name, handler, flags, acl) in [
+        (
+            c"bf.reserve",
+            raw_reserve as RawCommand,
+            WRITE,
+            c"write fast bloom",
+        ),
+        (c"bf.add", raw_add, WRITE, c"write bloom"),
+        (c"bf.madd", raw_madd, WRITE, c"write bloom"),
+        (c"bf.insert", raw_insert, WRITE, c"write bloom"),
+        (c"bf.exists", raw_exists, READ, c"read bloom"),
+        (c"bf.mexists", raw_mexists, READ, c"read bloom"),
+        (c"bf.info", raw_info, READ, c"read fast bloom"),
+        (c"bf.card", raw_card, READ, c"read fast bloom"),
+        (c"bf.debug", raw_debug, READ, c"read bloom"),
+        (c"bf.scandump", raw_scandump, READ, c"read bloom"),
+        (c"bf.loadchunk", raw_loadchunk, WRITE, c"write bloom"),
     ] {
         if register_raw(ctx, name, Some(handler), flags, acl).is_err() {
             ctx.log_warning(&format!("redis-bf: could not register {name:?}"));
