@@ -20,15 +20,7 @@ use std::time::Duration;
 // Expected-reply builders (RESP wire text)
 // ------------------------------------------------------------------------------------------
 
-const OK: &str = "+OK\r\n";
-const T: &str = "#t\r\n";
-const F: &str = "#f\r\n";
-const NIL2: &str = "$-1\r\n";
-const NIL3: &str = "_\r\n";
-const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-const NOT_FOUND: &str = "-ERR not found\r\n";
-const FULL: &str = "-ERR non scaling filter is full\r\n";
-const EMPTY_FINAL: &str = "*2\r\n:0\r\n$0\r\n\r\n";
+use common::wire::{EMPTY_FINAL, F, FULL, NIL2, NIL3, NOT_FOUND, OK, T, WRONGTYPE};
 
 fn int(n: i64) -> String {
     format!(":{n}\r\n")

@@ -27,6 +27,7 @@ mod common;
 mod fxutil;
 mod robust;
 
+use common::errors::{BAD_DATA, CAUGHT_PANIC, COULD_NOT, FULL, NO_MEMORY, OOM, PROBLEM};
 use common::{cmd, crc64, rdb_len, scandump, Rng, Server};
 use fxutil::{parse_header, write_header, Header, MLayer};
 use redis::{Connection, ConnectionLike, Value};
@@ -37,14 +38,6 @@ use robust::{info_u64, raw, raw_pipe, value_error};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// The module's reply when a handler panicked (caught before it reaches Redis).
-const CAUGHT_PANIC: &str = "ERR internal error in redis-bf";
-const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-const PROBLEM: &str = "ERR problem inserting into filter";
-const FULL: &str = "ERR non scaling filter is full";
-const NO_MEMORY: &str = "ERR Insufficient memory to create filter";
-const COULD_NOT: &str = "ERR could not create filter";
-const BAD_DATA: &str = "ERR received bad data";
 /// `bf.max-filter-bytes` of the fuzzing servers (4 MiB): mutated sizes may allocate up to it.
 const FUZZ_FILTER_LIMIT: &str = "4194304";
 

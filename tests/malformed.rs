@@ -16,12 +16,7 @@ use fxutil::{
 };
 use std::path::Path;
 
-const BAD_FORMAT: &str = "-ERR Bad data format\r\n";
-const BAD_DATA: &str = "-ERR received bad data\r\n";
-/// A valid header whose arrays cannot be allocated (absurd sizes).
-const NO_LINK: &str = "-ERR invalid offset - no link found\r\n";
-const TOO_BIG: &str = "-ERR invalid chunk - Too big for current filter\r\n";
-const OK: &str = "+OK\r\n";
+use common::wire::{BAD_DATA, BAD_FORMAT, NO_LINK, OK, TOO_BIG};
 
 fn start() -> DirServer {
     DirServer::start(

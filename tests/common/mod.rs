@@ -1103,3 +1103,45 @@ pub fn repo_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Defines each reply text once, in the two forms the tests compare: `errors::X` as a client
+/// library reports an error (no `-`, no CRLF) and `wire::X` as RESP bytes; `wire` also has
+/// the replies that are not errors.
+macro_rules! replies {
+    (errors { $($e:ident = $text:literal,)* } others { $($w:ident = $wire:literal,)* }) => {
+        /// The error texts the module (and Redis, for `OOM` and `WRONGTYPE`) answers.
+        pub mod errors {
+            $(pub const $e: &str = $text;)*
+        }
+        /// Replies as RESP wire text, for the tests that compare raw bytes.
+        pub mod wire {
+            $(pub const $e: &str = concat!("-", $text, "\r\n");)*
+            $(pub const $w: &str = $wire;)*
+        }
+    };
+}
+
+replies! {
+    errors {
+        CAUGHT_PANIC = "ERR internal error in redis-bf", // a handler panicked, caught
+        OOM = "OOM command not allowed when used memory > 'maxmemory'.",
+        PROBLEM = "ERR problem inserting into filter", // a filter could not grow
+        FULL = "ERR non scaling filter is full",
+        NO_MEMORY = "ERR Insufficient memory to create filter", // over the memory budget
+        COULD_NOT = "ERR could not create filter", // parameters that size no layer
+        BAD_DATA = "ERR received bad data", // a LOADCHUNK header or chunk refused
+        BAD_FORMAT = "ERR Bad data format", // an RDB value or DUMP payload refused
+        NO_LINK = "ERR invalid offset - no link found",
+        TOO_BIG = "ERR invalid chunk - Too big for current filter",
+        NOT_FOUND = "ERR not found",
+        WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value",
+    }
+    others {
+        OK = "+OK\r\n",
+        T = "#t\r\n", // RESP3 true
+        F = "#f\r\n",
+        NIL2 = "$-1\r\n",
+        NIL3 = "_\r\n",
+        EMPTY_FINAL = "*2\r\n:0\r\n$0\r\n\r\n", // BF.SCANDUMP's last reply
+    }
+}
