@@ -147,8 +147,8 @@ HOSTILE_HEADERS = [
     ("bits < 2^n2", edited(n2=("<B", L0 + 52, 7)), "BAD_DATA", "64 bits, fewer than 2^n2 = 2^7", "received bad data"),
     ("item counts overflow", chain([layer_record(8, 1 << 63), layer_record(8, 1 << 63)], size=0), "BAD_DATA", "item counts overflow 64 bits at layer 1", "received bad data"),
     ("byte counts overflow", chain([layer_record(1 << 60)] * 16), "BAD_DATA", "byte counts overflow 64 bits at layer 15", "received bad data"),
-    ("2^40 bytes", edited(by=("<Q", L1, 1 << 40), bits=("<Q", L1 + 8, 1 << 43)), "OUT_OF_MEMORY", "the layers take 1099511627784 bytes, more than the limit of 1073741824", "Insufficient memory"),
-    ("2^60 bytes x 15", chain([layer_record(1 << 60)] * 15), "OUT_OF_MEMORY", "more than the limit", "Insufficient memory"),
+    ("2^40 bytes", edited(by=("<Q", L1, 1 << 40), bits=("<Q", L1 + 8, 1 << 43)), "OUT_OF_MEMORY", "the layers take 1099511627784 bytes, more than the limit of 1073741824", "received bad data"),
+    ("2^60 bytes x 15", chain([layer_record(1 << 60)] * 15), "OUT_OF_MEMORY", "more than the limit", "received bad data"),
     ("1 GiB + 1 byte", chain([layer_record(1 << 30), layer_record(8)]), "OUT_OF_MEMORY", "the layers take 1073741832 bytes, more than the limit of 1073741824 (argument max_bytes)", None),
 ]
 

@@ -29,7 +29,7 @@ SERVER_TEXT = {
     "NO_LINK": "ERR invalid offset - no link found",
     "TOO_BIG": "ERR invalid chunk - Too big for current filter",
     "NOT_NUMERIC": "ERR Second argument must be numeric",
-    "OUT_OF_MEMORY": "ERR Insufficient memory to create filter",
+    "OUT_OF_MEMORY": "ERR received bad data",
     "NOT_FOUND": "ERR not found",
 }
 

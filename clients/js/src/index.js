@@ -51,8 +51,8 @@ const TWO32 = 4294967296;
  * wrong. `code` is BF.LOADCHUNK's verdict on the same input: BAD_DATA (`ERR received bad
  * data`), NO_LINK (`ERR invalid offset - no link found`), TOO_BIG (`ERR invalid chunk - Too big
  * for current filter`), NOT_NUMERIC (`ERR Second argument must be numeric`: an iterator that is
- * not a Redis integer), OUT_OF_MEMORY (`ERR Insufficient memory to create filter`: a valid header
- * over `maxBytes`, the local stand-in for the server's budget), NOT_FOUND (`ERR not found`: a
+ * not a Redis integer), OUT_OF_MEMORY (a valid header over `maxBytes`, the local stand-in for the
+ * server's budget; the server answers a header too big for its memory `ERR received bad data`), NOT_FOUND (`ERR not found`: a
  * chunk before the header); or, with no server equivalent, UNSUPPORTED (a window filter's dump,
  * which the server loads but the checker does not read) and INCOMPLETE (a walk with bytes
  * missing).

@@ -84,8 +84,9 @@ class ScandumpError(ValueError):
     - ``"TOO_BIG"``: ``ERR invalid chunk - Too big for current filter``;
     - ``"NOT_NUMERIC"``: ``ERR Second argument must be numeric`` (an iterator that is not a
       Redis integer);
-    - ``"OUT_OF_MEMORY"``: ``ERR Insufficient memory to create filter`` (a valid header whose
-      bit arrays total more than ``max_bytes``, the local stand-in for the server's budget);
+    - ``"OUT_OF_MEMORY"``: a valid header whose bit arrays total more than ``max_bytes``, the
+      local stand-in for the server's budget (the server answers a header too big for its
+      memory ``ERR received bad data``);
 
     - ``"NOT_FOUND"``: ``ERR not found`` (a walk whose first pair is not the header: the
       server has no filter to write a chunk into);
