@@ -1,7 +1,7 @@
 //! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md`
 //! ("Common rules")): arity, one key spec (the key at index 1) and the documentation tree of
 //! every command (summary, since, complexity, arguments), as RedisBloom 8 registers them
-//! (key spec flags aside: see [`Meta::key_flags`]).
+//! (key spec flags aside: see `Meta::key_flags`).
 //! Registered with `RedisModule_SetCommandInfo` directly because the crate's path needs
 //! Redis ≥ 7.2 (on 7.0 its `#[command]` macro makes the module fail to load).
 
