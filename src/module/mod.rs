@@ -14,6 +14,7 @@ pub mod load_guard;
 pub mod memory;
 pub mod pages;
 pub mod reply;
+pub mod server;
 pub mod stats;
 pub mod version;
 pub mod window_type;
@@ -136,6 +137,8 @@ fn register_raw(
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     counter::mark_main_thread();
+    let line = server::detect(ctx);
+    ctx.log_notice(&format!("redis-bf: server line {line:?}"));
     // Short reads in RDB / RESTORE become errors instead of aborting the server.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Configs first (the config file's or LOADEX's values), then the load arguments, which win.
