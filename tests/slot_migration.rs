@@ -260,7 +260,8 @@ impl Migration {
                 let Value::Array(jobs) = v else {
                     panic!("{v:?}")
                 };
-                jobs.last()
+                // The newest job comes first.
+                jobs.first()
                     .and_then(|j| field(j, "state"))
                     .unwrap_or_default()
             }
@@ -277,6 +278,18 @@ impl Migration {
                 }
             }
         }
+    }
+
+    /// Every migration job or task the source and the target report, for failure messages.
+    fn report(&self, c: &Cluster) -> String {
+        let ask = |n: usize| -> String {
+            let q = match self.line {
+                Line::Valkey => cmd("CLUSTER GETSLOTMIGRATIONS"),
+                Line::Redis86 => cmd("CLUSTER MIGRATION STATUS ALL"),
+            };
+            format!("{:?}", q.query::<Value>(&mut c.nodes[n].conn()))
+        };
+        format!("source: {}\ntarget: {}", ask(self.src), ask(self.dst))
     }
 
     fn ended(state: &str) -> bool {
@@ -419,6 +432,44 @@ fn all_nodes(c: &Cluster) -> impl Iterator<Item = &Server> {
     c.nodes.iter().chain(c.replica.iter())
 }
 
+/// The final state of a migration that completed, as `line` names it.
+fn expect_state_completed(line: Line) -> &'static str {
+    match line {
+        Line::Valkey => "success",
+        Line::Redis86 => "completed",
+    }
+}
+
+/// Waits until every node names `owner_port` as the owner of `slot` and no node other than
+/// the owner and its replicas holds keys of it (a cancelled or failed import is deleted, the
+/// source trims what it gave away).
+fn settle(c: &Cluster, slot: u16, owner_port: u16) {
+    wait_until(
+        "every node agrees on the slot's owner",
+        Duration::from_secs(30),
+        || all_nodes(c).all(|n| slot_owners(&mut n.conn())[slot as usize] == owner_port),
+    );
+    for node in all_nodes(c) {
+        let mut nc = node.conn();
+        let role = info_field(&mut nc, "replication", "role");
+        let primary = info_field(&mut nc, "replication", "master_port");
+        if node.port == owner_port || (role == "slave" && primary == owner_port.to_string()) {
+            continue;
+        }
+        wait_until(
+            "the slot's keys leave the other nodes",
+            Duration::from_secs(30),
+            || {
+                let k: i64 = cmd("CLUSTER COUNTKEYSINSLOT")
+                    .arg(slot)
+                    .query(&mut nc)
+                    .unwrap();
+                k == 0
+            },
+        );
+    }
+}
+
 fn run(line: Line, bin: &str, case: Case) {
     let t0 = Instant::now();
     let mut c = start_cluster(bin);
@@ -500,6 +551,70 @@ fn run(line: Line, bin: &str, case: Case) {
     let end_state = m.wait_end(&c);
     let took = started.elapsed();
     states.push(end_state.clone());
+    let expect_state = match (line, case) {
+        (_, Case::Completes) => expect_state_completed(line),
+        (Line::Valkey, Case::Cancelled) => "cancelled",
+        (Line::Redis86, Case::Cancelled) => "canceled",
+        // Valkey: the promoted replica fails the import it was following, and the source's
+        // export fails with it. Redis: the target cancels its tasks when its replica starts
+        // a manual failover (MFSTART).
+        (Line::Valkey, Case::TargetFailsOver) => "failed",
+        (Line::Redis86, Case::TargetFailsOver) => "canceled",
+    };
+    assert_eq!(
+        end_state,
+        expect_state,
+        "{line:?} {case:?}: states {states:?}: {}",
+        m.report(&c)
+    );
+    if let Some(mid) = states.first().filter(|_| case != Case::Completes) {
+        assert!(
+            !Migration::ended(mid),
+            "interrupted mid-way, not after: {mid}"
+        );
+    }
+    // The slot ends on the target only when the migration completed.
+    let mut owner_port = match case {
+        Case::Completes => c.nodes[dst].port,
+        _ => c.nodes[src].port,
+    };
+    settle(&c, slot, owner_port);
+    let mut again = None;
+    if case == Case::TargetFailsOver {
+        // The replica now serves the target's slots: it takes the old target's place, and the
+        // slot moves to it in a second migration, still under the writer's adds.
+        let promoted = c.replica.take().unwrap();
+        wait_until("the replica is promoted", Duration::from_secs(30), || {
+            info_field(&mut promoted.conn(), "replication", "role") == "master"
+        });
+        c.ids[dst] = node_id(&promoted);
+        let id = c.ids[dst].clone();
+        wait_until(
+            "every node sees the promoted replica as a primary",
+            Duration::from_secs(30),
+            || {
+                all_nodes(&c).all(|n| {
+                    let known: String = cmd("CLUSTER NODES").query(&mut n.conn()).unwrap();
+                    known
+                        .lines()
+                        .any(|l| l.starts_with(&id) && l.contains("master"))
+                })
+            },
+        );
+        c.replica = Some(std::mem::replace(&mut c.nodes[dst], promoted));
+        let t = Instant::now();
+        let m2 = Migration::start(line, &c, src, dst, slot);
+        let end2 = m2.wait_end(&c);
+        assert_eq!(
+            end2,
+            expect_state_completed(line),
+            "the second migration: {}",
+            m2.report(&c)
+        );
+        again = Some((end2, t.elapsed()));
+        owner_port = c.nodes[dst].port;
+        settle(&c, slot, owner_port);
+    }
     let _: () = cmd("CONFIG SET rdb-key-save-delay 0")
         .query(&mut c.nodes[src].conn())
         .unwrap();
@@ -511,55 +626,7 @@ fn run(line: Line, bin: &str, case: Case) {
         .iter()
         .filter(|a| a.at >= started && a.at <= started + took)
         .count();
-
-    // The slot ends on the target only when the migration completed.
-    let owner_port = match case {
-        Case::Completes => ports[dst],
-        _ => ports[src],
-    };
-    wait_until(
-        "every node agrees on the slot's owner",
-        Duration::from_secs(30),
-        || all_nodes(&c).all(|n| slot_owners(&mut n.conn())[slot as usize] == owner_port),
-    );
     let owner = index_of(&c, owner_port);
-    let expect_state = match (line, case) {
-        (Line::Valkey, Case::Completes) => "success",
-        (Line::Redis86, Case::Completes) => "completed",
-        (Line::Valkey, Case::Cancelled) => "cancelled",
-        (Line::Redis86, Case::Cancelled) => "canceled",
-        // Valkey: the promoted replica fails the import it was following, and the source's
-        // export fails with it. Redis: the target cancels its tasks when its replica starts
-        // a manual failover (MFSTART).
-        (Line::Valkey, Case::TargetFailsOver) => "failed",
-        (Line::Redis86, Case::TargetFailsOver) => "canceled",
-    };
-    assert_eq!(
-        end_state, expect_state,
-        "{line:?} {case:?}: states {states:?}"
-    );
-
-    // No other node keeps keys of the slot (a cancelled or failed import is deleted, the
-    // source trims what it gave away), except the owner's replicas.
-    for node in all_nodes(&c) {
-        let mut nc = node.conn();
-        let role = info_field(&mut nc, "replication", "role");
-        let primary = info_field(&mut nc, "replication", "master_port");
-        if node.port == owner_port || (role == "slave" && primary == owner_port.to_string()) {
-            continue;
-        }
-        wait_until(
-            "the slot's keys leave the other nodes",
-            Duration::from_secs(30),
-            || {
-                let k: i64 = cmd("CLUSTER COUNTKEYSINSLOT")
-                    .arg(slot)
-                    .query(&mut nc)
-                    .unwrap();
-                k == 0
-            },
-        );
-    }
 
     // Every acknowledged add is present on the owner; every filter equals its twin.
     for a in &acked {
@@ -612,11 +679,14 @@ fn run(line: Line, bin: &str, case: Case) {
     }
     println!(
         "{line:?} {case:?}: slot {slot} ({} keys, {:.1} MiB of filters) node{src}→node{dst}: \
-         states {states:?} after {took:?}; owner node{owner}; {} adds acked ({during} while \
+         states {states:?} after {took:?}{}; owner node{owner}; {} adds acked ({during} while \
          it ran), {} errors {:?}; {checked} items checked, {false_negatives} false negatives; \
          {} filters byte-identical to their twins; {:?} in all",
         keys_in_slot,
         bytes as f64 / (1 << 20) as f64,
+        again.map_or(String::new(), |(s, t)| format!(
+            ", then to the promoted replica: {s} after {t:?}"
+        )),
         acked.len(),
         errors.len(),
         errors.iter().take(3).collect::<Vec<_>>(),
