@@ -89,6 +89,7 @@ fn require(name: &str) -> Option<String> {
     found
 }
 
+/// The filters that move: slot 3162 (hash tag `asm`), on node 0; plain ones first.
 fn real_key(i: usize) -> String {
     format!("{{asm}}:{}{i}", if i < PLAIN { "p" } else { "w" })
 }
@@ -99,7 +100,7 @@ fn twin_key(i: usize) -> String {
     format!("{{twin2}}:{}{i}", if i < PLAIN { "p" } else { "w" })
 }
 
-/// The other keys of the moving slot, as (key, type, the command that reads them back).
+/// The other keys of the moving slot, as (key, its `TYPE`).
 const OTHERS: &[(&str, &str)] = &[
     ("{asm}:str", "string"),
     ("{asm}:hash", "hash"),
@@ -115,7 +116,7 @@ fn read_other(con: &mut Connection, key: &str, kind: &str) -> Vec<String> {
     }
 }
 
-/// Three primaries (slots split in thirds) and, when asked, a replica of node `replica_of`.
+/// Three primaries (slots split in thirds) and, in the failover case, a replica of the target.
 struct Cluster {
     nodes: Vec<Server>,
     ids: Vec<String>,
