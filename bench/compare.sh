@@ -16,7 +16,8 @@
 #        BEFORE_SO=path AFTER_SO=path  use these builds instead of building (any module with the
 #                      BF.* commands: bench/vs_redisbloom.sh passes RedisBloom as "before")
 #        BEFORE_NAME=text AFTER_NAME=text  what the header calls the two sides
-#        SERVER=path   the redis-server binary for both sides (default: redis-server on PATH)
+#        SERVER=path   the redis-server binary for both sides (default: redis-server on PATH); the
+#                      header names its version and each side's `bf` module version
 #        ONLY=id,id…   run only these rows (ids: the first field of ROWS below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,8 +108,11 @@ run() { # side requests args… → "ops/s commands-per-CPU-second" (CPU time of
 }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
+bf_ver() { # side → the version MODULE LIST gives the module named bf
+  redis-cli -p "${PORT[$1]}" module list | awk 'k == "name" {m = $0} k == "ver" && m == "bf" {print; exit} {k = $0}'
+}
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $("$SERVER" --version | cut -d' ' -f3); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "before = ${BEFORE_NAME:-$REF}, after = ${AFTER_NAME:-$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes')}; $ROUNDS rounds, alternating; medians"
+echo "before = ${BEFORE_NAME:-$REF} (bf ver $(bf_ver before)), after = ${AFTER_NAME:-$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes')} (bf ver $(bf_ver after)); $ROUNDS rounds, alternating; medians"
 echo "wall: items/s as redis-benchmark sees them; cpu: items per second of the server's CPU time"
 printf '%-46s %12s %12s %7s %-11s| %12s %12s %7s %s\n' "items/s (median of $ROUNDS)" "wall before" after ratio "(by round)" \
   "cpu before" after ratio "(by round)"
@@ -155,6 +159,7 @@ for row in "${ROWS[@]}"; do
   done
   echo "$line"
 done
+echo "load at the end of the rows: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 [ -n "${ONLY:-}" ] || for side in "${SIDES[@]}"; do
   for col in 1 2; do
