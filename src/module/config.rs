@@ -388,7 +388,7 @@ fn register_redis8(
     if unsafe { load(ctx.get_raw()) } == raw::REDISMODULE_OK as i32 {
         Ok(())
     } else {
-        Err("invalid bf-* config value (see the line above); module not loaded".into())
+        Err("invalid bf.* config value (see the line above); module not loaded".into())
     }
 }
 
