@@ -528,10 +528,10 @@ fn reserve_expansion_and_nonscaling_validation() {
             ("z1", "NONSCALING EXPANSION 0"),
             ("z2", "EXPANSION 0 NONSCALING"),
         ] {
-            c.is(&format!("BF.RESERVE {key} 0.01 100 {options}"), OK);
-            c.is(&format!("BF.INFO {key} EXPANSION"), &info1(false, "", None));
+            c.is(format!("BF.RESERVE {key} 0.01 100 {options}"), OK);
+            c.is(format!("BF.INFO {key} EXPANSION"), &info1(false, "", None));
             c.is(
-                &format!("BF.DEBUG {key}"),
+                format!("BF.DEBUG {key}"),
                 &bulks(&[
                     "size:0",
                     "bytes:120 bits:960 hashes:7 hashwidth:64 capacity:100 size:0 ratio:0.01",
@@ -545,7 +545,7 @@ fn reserve_expansion_and_nonscaling_validation() {
                 &[13, 0, 0, 0, 0, 0, 0, 0],
                 "{key}: options, growth"
             );
-            c.is(&format!("DEL {key}"), ":1\r\n");
+            c.is(format!("DEL {key}"), ":1\r\n");
         }
     }
     // Limits of the stored u32 (D6: >= 2^32 is an error, not a wrap-around).

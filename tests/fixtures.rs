@@ -4,6 +4,10 @@
 //! fresh server must build byte-identical filters (DUMP, SCANDUMP) and an AOF rewrite made of
 //! exactly the recorded SCANDUMP walks.
 //!
+//! RedisBloom 8.8.0's data set (made on Redis 8.0.6: RDB version 12, EXPANSION 0 filters, an
+//! AOF whose incr file replays `EXPANSION 0`) is checked the same way on a Redis 8.0 server
+//! when the reference recordings and the server are here (`redisbloom8_*` tests).
+//!
 //! The fixture folder is read-only for the tests: every server runs on a temporary copy.
 
 mod common;

@@ -10,6 +10,12 @@
 //! | `bf.expansion-factor` | 2 | 0 … 2^32−1 | expansion of implicitly created filters; 0 = non-scaling |
 //! | `bf.max-filter-bytes` | 0 | ≥ 0 | largest total bit-array size of one filter, in bytes; 0 = no limit |
 //!
+//! On Redis 8 the first three are registered as RedisBloom 8's `bf-error-rate`,
+//! `bf-initial-size` and `bf-expansion-factor` (unprefixed), each with its `bf.*` name as an
+//! alias of the same config, with RedisBloom 8's ranges and messages (error rates above 0.25
+//! stored as 0.25, sizes 1 … 2^30, factors 0 … 32768) and the value shown as it was set
+//! ([`register_redis8`]).
+//!
 //! Implicitly created filters use the values in force when they are created.
 //!
 //! An invalid value never takes effect: `CONFIG SET` answers an error; in the config file or

@@ -307,6 +307,32 @@ mod tests {
     }
 
     #[test]
+    fn redis8_insert_options() {
+        let p8 = |s: &str, internal: bool| parse_insert(&split(s), true, || internal);
+        for (args, error) in [
+            ("CAPACITY 0 FOO ITEMS a", "Bad capacity"),
+            ("ERROR 1 ITEMS a", "Bad error rate"),
+            ("ERROR -0.5 ITEMS a", "Bad error rate"),
+            ("EXPANSION -1 ITEMS a", "Bad expansion"),
+            ("EXPANSION 4294967296 ITEMS a", "Bad expansion"),
+        ] {
+            assert_eq!(p8(args, false).unwrap_err(), Reply::Error(error), "{args}");
+        }
+        let (c, _) = p8("EXPANSION 0 ITEMS a", false).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (0, true));
+        let (c, _) = p8("ERROR 0.9 CAPACITY 2000000000 ITEMS a", false).unwrap();
+        assert_eq!((c.error, c.capacity), (0.25, 2_000_000_000));
+        // The 2.8 line refuses EXPANSION 0 unless it comes from the primary or the AOF.
+        assert_eq!(
+            parse_insert(&split("EXPANSION 0 ITEMS a"), false, || false).unwrap_err(),
+            Reply::Error("Bad argument received")
+        );
+        let (c, _) =
+            parse_insert(&split("EXPANSION 0 NONSCALING ITEMS a"), false, || true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (0, true));
+    }
+
+    #[test]
     fn window_insert_options() {
         assert!(insert_mentions_window(&split(
             "CAPACITY 10 WINDOW 5 ITEMS a"

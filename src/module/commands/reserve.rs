@@ -331,6 +331,52 @@ mod tests {
     }
 
     #[test]
+    fn redis8_rules() {
+        let p8 = |s: &str, internal: bool| parse(&split(s), true, || internal);
+        for (args, error) in [
+            ("0 x", TEXTS_8.error_range),
+            ("abc 0", "ERR bad error rate"),
+            ("0.1 0 EXPANSION x", TEXTS_8.capacity_range),
+            ("0.1 1.5", "ERR bad capacity"),
+            ("0.1 10 EXPANSION", "ERR no expansion"),
+            ("0.1 10 EXPANSION -1", TEXTS_8.expansion_range),
+            ("0.1 10 EXPANSION 4294967296", TEXTS_8.expansion_range),
+            // The value is read before NONSCALING is looked at.
+            ("0.1 10 EXPANSION abc NONSCALING", "ERR bad expansion"),
+            (
+                "0.1 10 NONSCALING EXPANSION -1",
+                "Nonscaling filters cannot expand",
+            ),
+            (
+                "0.1 10 NONSCALING EXPANSION 2",
+                "Nonscaling filters cannot expand",
+            ),
+        ] {
+            assert_eq!(p8(args, false).unwrap_err(), Reply::Error(error), "{args}");
+        }
+        for args in ["0.1 10 EXPANSION 0", "0.1 10 NONSCALING EXPANSION 0"] {
+            let c = p8(args, false).unwrap();
+            assert_eq!((c.expansion, c.nonscaling), (0, true), "{args}");
+        }
+        // Rates above 0.25 are stored as 0.25; the default expansion is the config's (2).
+        let c = p8("0.9 10", false).unwrap();
+        assert_eq!((c.error, c.expansion, c.nonscaling), (0.25, 2, false));
+        // From the primary or the AOF: NONSCALING keeps another growth.
+        let c = p8("0.1 10 NONSCALING EXPANSION 4", true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (4, true));
+        // On the 2.8 line EXPANSION 0 is refused, unless it comes from the primary or the AOF.
+        assert_eq!(
+            parse_reserve(&split("0.1 10 EXPANSION 0"), false).unwrap_err(),
+            Reply::Error(TEXTS_2_8.expansion_range)
+        );
+        let c = parse_reserve(&split("0.1 10 EXPANSION 0"), true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling, c.error), (0, true, 0.1));
+        // A window filter's EXPANSION 0 on Redis 8 is NONSCALING (its generations keep 2).
+        let c = p8("0.1 10 WINDOW 100 EXPANSION 0", false).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (2, true));
+    }
+
+    #[test]
     fn evaluation_order() {
         assert_eq!(p("abc x").unwrap_err(), Reply::Error("ERR bad error rate"));
         assert_eq!(
