@@ -14,7 +14,7 @@
 //! `bf-initial-size` and `bf-expansion-factor` (unprefixed), each with its `bf.*` name as an
 //! alias of the same config, with RedisBloom 8's ranges and messages (error rates above 0.25
 //! stored as 0.25, sizes 1 … 2^30, factors 0 … 32768) and the value shown as it was set
-//! ([`register_redis8`]).
+//! (`register_redis8`).
 //!
 //! Implicitly created filters use the values in force when they are created.
 //!
@@ -312,7 +312,7 @@ pub fn refresh_redis8_texts() {
     }
 }
 
-unsafe extern "C" fn redis8_get(
+extern "C" fn redis8_get(
     _name: *const c_char,
     privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
@@ -324,7 +324,7 @@ unsafe extern "C" fn redis8_get(
     REDIS8_HELD[index].load(Ordering::Relaxed)
 }
 
-unsafe extern "C" fn redis8_set(
+extern "C" fn redis8_set(
     _name: *const c_char,
     val: *mut raw::RedisModuleString,
     privdata: *mut c_void,

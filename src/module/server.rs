@@ -47,7 +47,7 @@ pub fn classify(server_name: Option<&str>, major: i32) -> ServerLine {
     }
 }
 
-/// Reads the server line during `OnLoad` and remembers it for [`line`].
+/// Reads the server line during `OnLoad` and remembers it for [`line()`].
 pub fn detect(ctx: &Context) -> ServerLine {
     let info = ctx.server_info("server");
     let name = info.field("server_name").map(|s| s.to_string());
