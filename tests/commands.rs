@@ -20,6 +20,7 @@ use std::time::Duration;
 // Expected-reply builders (RESP wire text)
 // ------------------------------------------------------------------------------------------
 
+use common::errors_by_line::{self as by_line, redis8};
 use common::wire::{EMPTY_FINAL, F, FULL, NIL2, NIL3, NOT_FOUND, OK, T, WRONGTYPE};
 
 fn int(n: i64) -> String {
@@ -436,7 +437,7 @@ fn reserve_arity_errors() {
 fn reserve_error_rate_validation() {
     let (_s, mut c) = Ck::start();
     let bad = err("ERR bad error rate");
-    let range = err("ERR (0 < error rate range < 1) "); // trailing space is part of the text
+    let range = by_line::RESERVE_ERROR_RANGE.wire();
     for e in [
         "abc", "", " 0.01", "0.01 ", "0.01x", "nan", "1e999", "1e-400", "1,5",
     ] {
@@ -461,7 +462,7 @@ fn reserve_error_rate_validation() {
 fn reserve_capacity_validation() {
     let (_s, mut c) = Ck::start();
     let bad = err("ERR bad capacity");
-    let range = err("ERR (capacity should be larger than 0)");
+    let range = by_line::RESERVE_CAPACITY_RANGE.wire();
     for cap in [
         "abc",
         "",
@@ -491,7 +492,7 @@ fn reserve_expansion_and_nonscaling_validation() {
     let (_s, mut c) = Ck::start();
     let no_exp = err("ERR no expansion");
     let bad_exp = err("ERR bad expansion");
-    let exp_range = err("ERR expansion should be greater or equal to 1");
+    let exp_range = by_line::RESERVE_EXPANSION_RANGE.wire();
     let ns_exp = err("Nonscaling filters cannot expand"); // no ERR prefix
     c.both("BF.RESERVE k 0.01 100 EXPANSION", &no_exp);
     c.both("BF.RESERVE k 0.01 100 expansion", &no_exp);
@@ -499,18 +500,54 @@ fn reserve_expansion_and_nonscaling_validation() {
     for v in ["abc", "1.5", "0100", "+2", ""] {
         c.both(["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v], &bad_exp);
     }
-    for v in ["0", "-2", "-1"] {
+    for v in ["-2", "-1"] {
         c.both(
             ["BF.RESERVE", "k", "0.01", "100", "EXPANSION", v],
             &exp_range,
         );
     }
+    if !redis8() {
+        // RedisBloom 2.8 refuses EXPANSION 0 (RedisBloom 8's non-scaling filter: below).
+        c.both("BF.RESERVE k 0.01 100 EXPANSION 0", &exp_range);
+        c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 0", &ns_exp);
+    }
     c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2", &ns_exp);
     c.both("BF.RESERVE k 0.01 100 EXPANSION 2 NONSCALING", &ns_exp);
     c.both("BF.RESERVE k 0.01 100 expansion 3 nonscaling", &ns_exp);
-    // The NONSCALING conflict is found before the expansion value is parsed (§5.2 step 5).
-    c.both("BF.RESERVE k 0.01 100 EXPANSION abc NONSCALING", &ns_exp);
+    c.both("BF.RESERVE k 0.01 100 NONSCALING EXPANSION -1", &ns_exp);
+    // 2.8 finds the NONSCALING conflict before it parses the value; 8 parses it first.
+    c.both(
+        "BF.RESERVE k 0.01 100 EXPANSION abc NONSCALING",
+        if redis8() { &bad_exp } else { &ns_exp },
+    );
     c.is("DBSIZE", ":0\r\n");
+    if redis8() {
+        // RedisBloom 8: EXPANSION 0 is a non-scaling filter whose header stores growth 0.
+        for (key, options) in [
+            ("z0", "EXPANSION 0"),
+            ("z1", "NONSCALING EXPANSION 0"),
+            ("z2", "EXPANSION 0 NONSCALING"),
+        ] {
+            c.is(format!("BF.RESERVE {key} 0.01 100 {options}"), OK);
+            c.is(format!("BF.INFO {key} EXPANSION"), &info1(false, "", None));
+            c.is(
+                format!("BF.DEBUG {key}"),
+                &bulks(&[
+                    "size:0",
+                    "bytes:120 bits:960 hashes:7 hashwidth:64 capacity:100 size:0 ratio:0.01",
+                ]),
+            );
+            // The header follows "*2\r\n:1\r\n$73\r\n" (13 bytes); options at 12, growth at 16.
+            let raw = c.q(false, format!("BF.SCANDUMP {key} 0"));
+            let header = &raw[13..13 + 73];
+            assert_eq!(
+                &header[12..20],
+                &[13, 0, 0, 0, 0, 0, 0, 0],
+                "{key}: options, growth"
+            );
+            c.is(format!("DEL {key}"), ":1\r\n");
+        }
+    }
     // Limits of the stored u32 (D6: >= 2^32 is an error, not a wrap-around).
     c.is("BF.RESERVE big 0.01 100 EXPANSION 4294967295", OK);
     c.is("BF.INFO big EXPANSION", &ints(&[4294967295]));
@@ -519,7 +556,10 @@ fn reserve_expansion_and_nonscaling_validation() {
         &info1(true, "Expansion rate", Some(4294967295)),
     );
     for v in ["4294967296", "4294967298", "9223372036854775807"] {
-        c.is_err(["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v]);
+        c.both(
+            ["BF.RESERVE", "wrap", "0.01", "100", "EXPANSION", v],
+            &by_line::RESERVE_EXPANSION_TOO_BIG.wire(),
+        );
     }
     c.absent("wrap");
     c.is("BF.RESERVE one 0.01 100 EXPANSION 1", OK);
@@ -575,10 +615,7 @@ fn reserve_existing_key_and_wrong_type() {
         &err("ERR item exists"),
     );
     // Argument validation comes before the key lookup.
-    c.both(
-        "BF.RESERVE dup 2 100",
-        &err("ERR (0 < error rate range < 1) "),
-    );
+    c.both("BF.RESERVE dup 2 100", &by_line::RESERVE_ERROR_RANGE.wire());
     c.both("BF.RESERVE dup 0.01 x", &err("ERR bad capacity"));
     // The existing filter is untouched.
     c.is("BF.INFO dup", &info(false, 100, 240, 1, 0, Some(2)));
@@ -847,7 +884,7 @@ fn insert_options_any_order_and_case() {
     c.is("BF.INFO o1", &info(false, 1000, 2080, 1, 3, Some(4)));
     c.is(
         "BF.INSERT o1 ERROR 2 ITEMS w",
-        &err("Bad argument received"),
+        &by_line::INSERT_ERROR_RANGE.wire(),
     );
     c.is("BF.CARD o1", ":3\r\n");
     // NOCREATE on an existing key works; on a missing key it is a top-level error.
@@ -903,6 +940,43 @@ fn insert_stops_at_first_full_error() {
 }
 
 #[test]
+fn insert_expansion_0_is_nonscaling() {
+    // RedisBloom 8 (Redis 8): BF.INSERT EXPANSION 0 creates a non-scaling filter with growth
+    // 0; RedisBloom 2.8 refuses it (insert_errors).
+    if !redis8() {
+        println!("Redis 7 / Valkey: EXPANSION 0 is refused there (insert_errors)");
+        return;
+    }
+    let (_s, mut c) = Ck::start();
+    for (key, options) in [("i0", "EXPANSION 0"), ("i1", "EXPANSION 0 NONSCALING")] {
+        c.is(
+            format!("BF.INSERT {key} CAPACITY 2 {options} ITEMS a b c"),
+            &format!("*3\r\n:1\r\n:1\r\n{FULL}"),
+        );
+        c.is(format!("BF.INFO {key} EXPANSION"), &info1(false, "", None));
+        let raw = c.q(false, format!("BF.SCANDUMP {key} 0"));
+        assert_eq!(&raw[13 + 12..13 + 20], &[13, 0, 0, 0, 0, 0, 0, 0], "{key}");
+    }
+    // Error rates above 0.25 are stored as 0.25 (BF.DEBUG's ratio is the first layer's).
+    c.is("BF.INSERT e1 ERROR 0.9 ITEMS a", &ints(&[1]));
+    c.is(
+        "BF.DEBUG e1",
+        &bulks(&[
+            "size:1",
+            "bytes:56 bits:448 hashes:4 hashwidth:64 capacity:100 size:1 ratio:0.125",
+        ]),
+    );
+    c.is("BF.RESERVE e2 0.26 100", OK);
+    c.is(
+        "BF.DEBUG e2",
+        &bulks(&[
+            "size:0",
+            "bytes:56 bits:448 hashes:4 hashwidth:64 capacity:100 size:0 ratio:0.125",
+        ]),
+    );
+}
+
+#[test]
 fn insert_errors() {
     let (_s, mut c) = Ck::start();
     let a = arity("bf.insert");
@@ -941,20 +1015,56 @@ fn insert_errors() {
         );
     }
     c.is_err("BF.INSERT k EXPANSION 4294967296 ITEMS a");
-    // Range failures after parsing: "Bad argument received".
-    let bad_arg = err("Bad argument received");
-    for args in [
-        &["BF.INSERT", "k", "ERROR", "0", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "ERROR", "1", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "ERROR", "-0.5", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "ERROR", "inf", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "CAPACITY", "-5", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "EXPANSION", "0", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "EXPANSION", "-1", "ITEMS", "a"][..],
-        &["BF.INSERT", "k", "NOCREATE", "CAPACITY", "0", "ITEMS", "a"][..],
+    // Range failures: RedisBloom 2.8 checks them after parsing ("Bad argument received"),
+    // RedisBloom 8 as it reads each option (its parse error).
+    let (error_range, capacity_range, expansion_range) = (
+        by_line::INSERT_ERROR_RANGE.wire(),
+        by_line::INSERT_CAPACITY_RANGE.wire(),
+        by_line::INSERT_EXPANSION_RANGE.wire(),
+    );
+    for (args, want) in [
+        (
+            &["BF.INSERT", "k", "ERROR", "0", "ITEMS", "a"][..],
+            &error_range,
+        ),
+        (
+            &["BF.INSERT", "k", "ERROR", "1", "ITEMS", "a"][..],
+            &error_range,
+        ),
+        (
+            &["BF.INSERT", "k", "ERROR", "-0.5", "ITEMS", "a"][..],
+            &error_range,
+        ),
+        (
+            &["BF.INSERT", "k", "ERROR", "inf", "ITEMS", "a"][..],
+            &error_range,
+        ),
+        (
+            &["BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"][..],
+            &capacity_range,
+        ),
+        (
+            &["BF.INSERT", "k", "CAPACITY", "-5", "ITEMS", "a"][..],
+            &capacity_range,
+        ),
+        (
+            &["BF.INSERT", "k", "EXPANSION", "-1", "ITEMS", "a"][..],
+            &expansion_range,
+        ),
+        (
+            &["BF.INSERT", "k", "NOCREATE", "CAPACITY", "0", "ITEMS", "a"][..],
+            &capacity_range,
+        ),
     ] {
-        c.both(args, &bad_arg);
+        c.both(args, want);
+    }
+    if !redis8() {
+        // RedisBloom 2.8 refuses EXPANSION 0; RedisBloom 8 makes a non-scaling filter
+        // (insert_expansion_0_is_nonscaling).
+        c.both(
+            ["BF.INSERT", "k", "EXPANSION", "0", "ITEMS", "a"],
+            &expansion_range,
+        );
     }
     // Unknown tokens; `docs/commands.md` ("Argument handling"): keywords are whole words, so first-letter forms are unknown.
     let unknown = err("Unknown argument received");
@@ -1627,7 +1737,7 @@ fn commands_inside_lua_scripts() {
             &["lk2"],
             &[],
         ),
-        &bulk("ERR (0 < error rate range < 1) "),
+        &bulk(by_line::RESERVE_ERROR_RANGE.text()),
     );
     c.is(
         ev(

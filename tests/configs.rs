@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::errors_by_line::is_redis8_binary;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -54,15 +56,23 @@ const BAD: &[(&str, &str)] = &[
     ("bf.error-rate", ""),
 ];
 
-/// `CONFIG SET bf.error-rate` inputs (read as strtod reads them) and what `CONFIG GET` prints.
-const RATES: &[(&str, &str)] = &[
-    ("1e-300", "1e-300"),
-    ("0x1p-03", "0.125"),
-    ("0X1.8P-3", "0.1875"),
-    ("1e-03", "0.001"),
-    ("1e-303", "1e-303"),
-    ("0.1000000000000000055511151231257827", "0.1"),
-    ("0.01", "0.01"),
+/// `CONFIG SET bf.error-rate` inputs (read as strtod reads them) and what `CONFIG GET` prints:
+/// on Redis 7.x and Valkey the shortest text of the value, on Redis 8 (as RedisBloom 8) the
+/// text as it was set, or `0.25` for a rate above RedisBloom 8's cap.
+const RATES: &[(&str, &str, &str)] = &[
+    ("1e-300", "1e-300", "1e-300"),
+    ("0x1p-03", "0.125", "0x1p-03"),
+    ("0X1.8P-3", "0.1875", "0X1.8P-3"),
+    ("1e-03", "0.001", "1e-03"),
+    ("1e-303", "1e-303", "1e-303"),
+    (
+        "0.1000000000000000055511151231257827",
+        "0.1",
+        "0.1000000000000000055511151231257827",
+    ),
+    ("0.5", "0.5", "0.25"),
+    ("0.999", "0.999", "0.25"),
+    ("0.01", "0.01", "0.01"),
 ];
 
 /// Load lines RedisBloom 2.8 accepts (and newer names), with the error rate they leave.
@@ -339,7 +349,13 @@ fn startup(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    assert_eq!(config_get(&mut con, "bf.error-rate"), "0.125");
+    // Redis 8 shows the text as it was set (RedisBloom 8's bf-error-rate does).
+    let shown = if is_redis8_binary(bin) {
+        "0x1p-03"
+    } else {
+        "0.125"
+    };
+    assert_eq!(config_get(&mut con, "bf.error-rate"), shown);
     assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
     assert_eq!(config_get(&mut con, "bf.expansion-factor"), "0");
     assert_eq!(config_get(&mut con, "bf.max-filter-bytes"), "1000000");
@@ -407,7 +423,12 @@ fn loadex(bin: &str) {
         .arg("64")
         .query(&mut con)
         .unwrap_or_else(|e| panic!("{bin}: valid LOADEX: {e}\n{}", p.log()));
-    assert_eq!(config_get(&mut con, "bf.error-rate"), "0.125");
+    let shown = if is_redis8_binary(bin) {
+        "0x1p-03"
+    } else {
+        "0.125"
+    };
+    assert_eq!(config_get(&mut con, "bf.error-rate"), shown);
     assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
     let added: i64 = common::cmd("BF.ADD k x").query(&mut con).unwrap();
     assert_eq!(added, 1);
@@ -433,7 +454,9 @@ fn config_set(bin: &str) {
             "{bin}: {name} {value:?}"
         );
     }
-    for (input, shown) in RATES {
+    let redis8 = is_redis8_binary(bin);
+    for (input, shown, shown8) in RATES {
+        let shown = if redis8 { shown8 } else { shown };
         let _: () = common::cmd("CONFIG SET bf.error-rate")
             .arg(input)
             .query(&mut con)
@@ -558,6 +581,126 @@ fn command_rates(bin: &str) {
     }
 }
 
+/// Redis 8 only: RedisBloom 8's names (`bf-error-rate`, `bf-initial-size`,
+/// `bf-expansion-factor`) in the config file, `CONFIG GET/SET` (single and `bf-*`),
+/// `MODULE LOADEX … CONFIG`, with RedisBloom 8's ranges and messages; the `bf.*` names are
+/// the same configs (one value). Elsewhere the `bf-*` names do not exist.
+fn redis8_names(bin: &str) {
+    let redis8 = is_redis8_binary(bin);
+    let mut p = Proc::spawn(
+        bin,
+        &[
+            format!("loadmodule {}", module()),
+            conf_line("bf-error-rate", "0.001"),
+            conf_line("bf-initial-size", "500"),
+        ],
+    );
+    if !redis8 {
+        // The bf-* lines are unknown there: the server refuses its config file.
+        p.expect_clean_exit(&format!("{bin}: bf-error-rate in the config file"));
+        return;
+    }
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let pairs = |con: &mut redis::Connection, pattern: &str| -> Vec<String> {
+        let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
+        let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
+        pairs.sort();
+        pairs
+    };
+    assert_eq!(
+        pairs(&mut con, "bf-*"),
+        [
+            "bf-error-rate=0.001",
+            "bf-expansion-factor=2",
+            "bf-initial-size=500"
+        ]
+    );
+    assert_eq!(config_get(&mut con, "bf.error-rate"), "0.001");
+    assert_eq!(config_get(&mut con, "bf.initial-size"), "500");
+    // The one value under either name.
+    let _: () = common::cmd("CONFIG SET bf.expansion-factor 0")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(config_get(&mut con, "bf-expansion-factor"), "0");
+    let _: () = common::cmd("CONFIG SET bf-expansion-factor 4")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(config_get(&mut con, "bf.expansion-factor"), "4");
+    for (name, value, message) in [
+        (
+            "bf-initial-size",
+            "0",
+            "Value for `bf-initial-size` must be in the range [1, 1073741824]",
+        ),
+        (
+            "bf-initial-size",
+            "1073741825",
+            "Value for `bf-initial-size` must be in the range [1, 1073741824]",
+        ),
+        (
+            "bf-initial-size",
+            "abc",
+            "Invalid value for `bf-initial-size`",
+        ),
+        (
+            "bf-expansion-factor",
+            "32769",
+            "Value for `bf-expansion-factor` must be in the range [0, 32768]",
+        ),
+        (
+            "bf-error-rate",
+            "1",
+            "Value for `bf-error-rate` must be in the range (0.000000, 1.000000)",
+        ),
+        ("bf-error-rate", "nan", "Invalid value for `bf-error-rate`"),
+        // The dotted name is the same config: RedisBloom 8's range and message.
+        (
+            "bf.initial-size",
+            "0",
+            "Value for `bf-initial-size` must be in the range [1, 1073741824]",
+        ),
+    ] {
+        let e = common::cmd("CONFIG SET")
+            .arg(name)
+            .arg(value)
+            .query::<()>(&mut con)
+            .expect_err(name)
+            .to_string();
+        let want = format!("CONFIG SET failed (possibly related to argument '{name}') - {message}");
+        assert!(e.contains(&want), "{bin}: CONFIG SET {name} {value}: {e}");
+    }
+    assert_eq!(config_get(&mut con, "bf-initial-size"), "500");
+    // Implicit creations use them: capacity 500, the first layer at half of 0.001, growth 4.
+    let _: i64 = common::cmd("BF.ADD k x").query(&mut con).unwrap();
+    let debug: Vec<String> = common::cmd("BF.DEBUG k").query(&mut con).unwrap();
+    assert!(
+        debug[1].ends_with("capacity:500 size:1 ratio:0.0005"),
+        "{debug:?}"
+    );
+    let exp: Vec<i64> = common::cmd("BF.INFO k EXPANSION").query(&mut con).unwrap();
+    assert_eq!(exp, [4]);
+    drop(p);
+    // MODULE LOADEX … CONFIG with RedisBloom 8's names.
+    let mut p = Proc::spawn(bin, &[]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let _: () = common::cmd("MODULE LOADEX")
+        .arg(module())
+        .arg("CONFIG")
+        .arg("bf-error-rate")
+        .arg("0.9")
+        .arg("CONFIG")
+        .arg("bf-initial-size")
+        .arg("7")
+        .query(&mut con)
+        .unwrap_or_else(|e| panic!("{bin}: LOADEX: {e}\n{}", p.log()));
+    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.25");
+    assert_eq!(config_get(&mut con, "bf-initial-size"), "7");
+}
+
 macro_rules! per_server {
     ($($test:ident),* $(,)?) => {
         mod redis70 {
@@ -569,7 +712,28 @@ macro_rules! per_server {
         mod valkey {
             $( #[test] fn $test() { if let Some(b) = super::valkey() { super::$test(&b) } } )*
         }
+        mod redis80 {
+            $( #[test] fn $test() { if let Some(b) = super::redis80() { super::$test(&b) } } )*
+        }
     };
 }
 
-per_server!(startup, loadex, config_set, load_lines, command_rates);
+per_server!(
+    startup,
+    loadex,
+    config_set,
+    load_lines,
+    command_rates,
+    redis8_names
+);
+
+/// Redis 8.0 (`REDIS80_SERVER`, else a `scripts/` build), skipped with a line when absent.
+fn redis80() -> Option<String> {
+    let found = common::find_server("redis 8.0");
+    if found.is_none() {
+        let msg = "redis-server 8.0 not found (set REDIS80_SERVER), skipped";
+        println!("{msg}");
+        eprintln!("{msg}");
+    }
+    found
+}

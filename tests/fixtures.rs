@@ -4,6 +4,10 @@
 //! fresh server must build byte-identical filters (DUMP, SCANDUMP) and an AOF rewrite made of
 //! exactly the recorded SCANDUMP walks.
 //!
+//! RedisBloom 8.8.0's data set (made on Redis 8.0.6: RDB version 12, EXPANSION 0 filters, an
+//! AOF whose incr file replays `EXPANSION 0`) is checked the same way on a Redis 8.0 server
+//! when the reference recordings and the server are here (`redisbloom8_*` tests).
+//!
 //! The fixture folder is read-only for the tests: every server runs on a temporary copy.
 
 mod common;
@@ -21,11 +25,13 @@ fn fx_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom")
 }
 
-/// One per-key JSON.
+/// One per-key JSON of a fixture set.
 struct Fx {
     j: Json,
     key: Vec<u8>,
     name: String,
+    /// The set's folder (for payloads kept in their own file).
+    dir: PathBuf,
 }
 
 impl Fx {
@@ -45,10 +51,24 @@ impl Fx {
     fn scandump(&self) -> &Vec<Json> {
         self.j["scandump"].as_array().unwrap()
     }
+    /// The recorded DUMP payload: inline, or (a large one) in the file the JSON names.
+    fn dump_payload(&self) -> Vec<u8> {
+        match self.j.get("dump_payload_file").and_then(Json::as_str) {
+            Some(file) => std::fs::read(self.dir.join("keys").join(file))
+                .unwrap_or_else(|e| panic!("{}: {file}: {e}", self.name)),
+            None => unhex(self.s("dump_payload_hex")),
+        }
+    }
 }
 
+/// The 2.8 set's keys of sub-folder `sub` (`keys`, `aof-keys`).
 fn load_set(sub: &str) -> Vec<Fx> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fx_dir().join(sub))
+    load_set_in(&fx_dir(), sub)
+}
+
+/// The keys of sub-folder `sub` of the fixture set in `dir` (either RedisBloom's set).
+fn load_set_in(dir: &Path, sub: &str) -> Vec<Fx> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(sub))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
@@ -61,7 +81,12 @@ fn load_set(sub: &str) -> Vec<Fx> {
             let j: Json = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
             let key = unhex(j["key_hex"].as_str().unwrap());
             let name = j["key_display"].as_str().unwrap().to_string();
-            Fx { j, key, name }
+            Fx {
+                j,
+                key,
+                name,
+                dir: dir.to_path_buf(),
+            }
         })
         .collect()
 }
@@ -243,7 +268,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
         String::from_utf8_lossy(&r.raw).into_owned(),
     );
     let dump = c.cmd(&[&b"DUMP"[..], key]);
-    let want_dump = unhex(fx.s("dump_payload_hex"));
+    let want_dump = fx.dump_payload();
     d.eq(
         format!("{n} recorded DUMP length/sha"),
         (
@@ -376,7 +401,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
 fn restore_check(c: &mut Conn, fx: &Fx, d: &mut Diffs) {
     let n = &fx.name;
     let tmp = [fx.key.as_slice(), b"{restored}"].concat();
-    let payload = unhex(fx.s("dump_payload_hex"));
+    let payload = fx.dump_payload();
     let r = c.cmd(&[&b"RESTORE"[..], &tmp, b"0", &payload, b"REPLACE"]);
     if r.raw != b"+OK\r\n" {
         d.0.push(format!("{n} RESTORE recorded payload: {}", show(&r.raw)));
@@ -416,6 +441,12 @@ fn restore_check(c: &mut Conn, fx: &Fx, d: &mut Diffs) {
 
 /// KEYS equals the recorded key set, then every key and its RESTORE round trip.
 fn check_dataset(server: &DirServer, set: &[Fx], context: &str) {
+    check_dataset_with(server, set, context, true);
+}
+
+/// [`check_dataset`]; without `restore`, no RESTORE of the recorded payloads (a server older
+/// than the one that recorded them refuses their RDB version).
+fn check_dataset_with(server: &DirServer, set: &[Fx], context: &str, restore: bool) {
     let mut c = server.conn();
     let mut c3 = server.conn3();
     let mut d = Diffs::default();
@@ -430,7 +461,9 @@ fn check_dataset(server: &DirServer, set: &[Fx], context: &str) {
     d.eq(format!("{context}: KEYS *"), want, got);
     for fx in set {
         check_key(&mut c, &mut c3, fx, &mut d);
-        restore_check(&mut c, fx, &mut d);
+        if restore {
+            restore_check(&mut c, fx, &mut d);
+        }
     }
     c.assert_ping();
     d.assert_none(context);
@@ -548,12 +581,17 @@ const AOF_ARGS: [&str; 8] = [
 
 /// Loads the server's rewritten AOF directory on a new server and checks the dataset again.
 fn reload_rewritten(server: &DirServer, set: &[Fx], context: &str) {
+    reload_rewritten_on(&common::server_binary(), server, set, context);
+}
+
+/// [`reload_rewritten`] on the server binary `bin`.
+fn reload_rewritten_on(bin: &str, server: &DirServer, set: &[Fx], context: &str) {
     let dir = DirServer::tempdir();
     copy_tree(
         &server.path("appendonlydir"),
         &dir.path().join("appendonlydir"),
     );
-    let again = DirServer::start(dir, &AOF_ARGS);
+    let again = DirServer::start_on(bin, dir, &AOF_ARGS);
     check_dataset(&again, set, context);
 }
 
@@ -671,6 +709,88 @@ fn fixture_files_match_sha256sums() {
             assert_eq!(parse_aof(&data), want, "{name} commands");
         }
     }
+}
+
+/// RedisBloom 8's data set (made by RedisBloom 8.8.0 on Redis 8.0.6, RDB version 12) and a
+/// Redis 8.0 server to load it, when both are here: the folder of the shared reference
+/// recordings (`common::shared_dir`; absent: a SKIP line, a failure with `BF_REQUIRE_SHARED`)
+/// and `common::find_server("redis 8.0")` (absent: a line, a failure with
+/// `BF_REQUIRE_SERVERS`).
+fn redisbloom8_set(test: &str) -> Option<(PathBuf, String)> {
+    let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8");
+    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
+    let Some(bin) = common::find_server("redis 8.0") else {
+        let msg = format!("{test}: redis 8.0 server not found (set REDIS80_SERVER), skipped");
+        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
+        println!("{msg}");
+        eprintln!("{msg}");
+        return None;
+    };
+    Some((dir, bin))
+}
+
+#[test]
+fn redisbloom8_rdb_fixture_loads_identically() {
+    let Some((fx8, bin)) = redisbloom8_set("redisbloom8_rdb_fixture_loads_identically") else {
+        return;
+    };
+    let set = load_set_in(&fx8, "keys");
+    assert_eq!(set.len(), 22);
+    let dir = DirServer::tempdir();
+    std::fs::copy(fx8.join("dump.rdb"), dir.path().join("dump.rdb")).unwrap();
+    let server = DirServer::start_on(
+        &bin,
+        dir,
+        &["--dbfilename", "dump.rdb", "--appendonly", "no"],
+    );
+    check_dataset(&server, &set, "redisbloom8 dump.rdb");
+}
+
+#[test]
+fn redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks() {
+    let test = "redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks";
+    let Some((fx8, bin)) = redisbloom8_set(test) else {
+        return;
+    };
+    // The incr file replays BF.RESERVE / BF.INSERT … EXPANSION 0 (non-scaling, growth 0).
+    let set = load_set_in(&fx8, "aof-keys");
+    assert_eq!(set.len(), 11);
+    let dir = DirServer::tempdir();
+    copy_tree(
+        &fx8.join("appendonlydir"),
+        &dir.path().join("appendonlydir"),
+    );
+    let server = DirServer::start_on(&bin, dir, &AOF_ARGS);
+    check_dataset(&server, &set, "redisbloom8 appendonlydir");
+    let mut c = server.conn();
+    let base = rewrite_aof(&server, &mut c);
+    check_rewrite(&base, &set, "redisbloom8 appendonlydir rewrite");
+    reload_rewritten_on(
+        &bin,
+        &server,
+        &set,
+        "redisbloom8 appendonlydir rewritten and reloaded",
+    );
+}
+
+/// The AOF written on Redis 8 (its incr file has `BF.RESERVE` / `BF.INSERT … EXPANSION 0`)
+/// replays on the server under test, whatever its line: EXPANSION 0 from the AOF is accepted
+/// on Redis 7 and Valkey too, and builds the same filters.
+#[test]
+fn redisbloom8_aof_replays_on_the_server_under_test() {
+    let Some(shared) = common::shared_or_skip("redisbloom8_aof_replays_on_the_server_under_test")
+    else {
+        return;
+    };
+    let fx8 = shared.join("fixtures/redisbloom8");
+    let set = load_set_in(&fx8, "aof-keys");
+    let dir = DirServer::tempdir();
+    copy_tree(
+        &fx8.join("appendonlydir"),
+        &dir.path().join("appendonlydir"),
+    );
+    let server = DirServer::start(dir, &AOF_ARGS);
+    check_dataset_with(&server, &set, "redisbloom8 appendonlydir", false);
 }
 
 #[test]

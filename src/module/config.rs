@@ -10,6 +10,12 @@
 //! | `bf.expansion-factor` | 2 | 0 … 2^32−1 | expansion of implicitly created filters; 0 = non-scaling |
 //! | `bf.max-filter-bytes` | 0 | ≥ 0 | largest total bit-array size of one filter, in bytes; 0 = no limit |
 //!
+//! On Redis 8 the first three are registered as RedisBloom 8's `bf-error-rate`,
+//! `bf-initial-size` and `bf-expansion-factor` (unprefixed), each with its `bf.*` name as an
+//! alias of the same config, with RedisBloom 8's ranges and messages (error rates above 0.25
+//! stored as 0.25, sizes 1 … 2^30, factors 0 … 32768) and the value shown as it was set
+//! (`register_redis8`).
+//!
 //! Implicitly created filters use the values in force when they are created.
 //!
 //! An invalid value never takes effect: `CONFIG SET` answers an error; in the config file or
@@ -22,7 +28,9 @@ use redis_module::configuration::{
     ConfigurationFlags, ConfigurationValue,
 };
 use redis_module::{raw, Context, RedisError, RedisString};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
 /// Default capacity of implicitly created filters.
 pub const DEFAULT_INITIAL_SIZE: i64 = 100;
@@ -110,6 +118,11 @@ pub fn error_rate() -> f64 {
     ERROR_RATE.get()
 }
 
+/// The `bf.expansion-factor` value itself (0 = non-scaling).
+pub fn expansion_factor() -> u32 {
+    u32::try_from(EXPANSION_FACTOR.load(Ordering::Relaxed).max(0)).unwrap_or(u32::MAX)
+}
+
 /// Expansion for implicitly created filters; `None` means non-scaling.
 pub fn expansion() -> Option<u32> {
     match EXPANSION_FACTOR.load(Ordering::Relaxed) {
@@ -155,6 +168,9 @@ pub fn register(ctx: &Context) -> Result<(), String> {
         ctx.log_warning("redis-bf: this server has no module configs; bf.* configs unavailable");
         return Ok(());
     };
+    if super::server::is_redis8() {
+        return register_redis8(ctx, load);
+    }
     let int_configs: [(&str, &'static AtomicI64, i64, i64, i64); 3] = [
         (
             "initial-size",
@@ -178,6 +194,202 @@ pub fn register(ctx: &Context) -> Result<(), String> {
     }
     let flags = ConfigurationFlags::DEFAULT;
     register_string_configuration(ctx, "error-rate", &ERROR_RATE, "0.01", flags, None);
+    // SAFETY: called during OnLoad with the module's context, after every config is registered.
+    if unsafe { load(ctx.get_raw()) } == raw::REDISMODULE_OK as i32 {
+        Ok(())
+    } else {
+        Err("invalid bf.* config value (see the line above); module not loaded".into())
+    }
+}
+
+/// The largest `bf-initial-size` on Redis 8 (RedisBloom 8's range).
+pub const REDIS8_MAX_INITIAL_SIZE: i64 = 1 << 30;
+/// The largest `bf-expansion-factor` on Redis 8 (RedisBloom 8's range).
+pub const REDIS8_MAX_EXPANSION: i64 = 32768;
+/// On Redis 8 an error rate above this is stored as this (as RedisBloom 8 does).
+pub const REDIS8_ERROR_RATE_CAP: f64 = 0.25;
+
+/// The three configs RedisBloom 8 has, as registered on Redis 8: its name (unprefixed) with
+/// ours as the alias, so `CONFIG GET bf-*` answers as RedisBloom 8 and `bf.*` keeps working;
+/// both names are one config and show one value.
+const REDIS8_CONFIGS: [(&CStr, &str, &CStr); 3] = [
+    (c"bf-error-rate|bf.error-rate", "bf-error-rate", c"0.01"),
+    (
+        c"bf-initial-size|bf.initial-size",
+        "bf-initial-size",
+        c"100",
+    ),
+    (
+        c"bf-expansion-factor|bf.expansion-factor",
+        "bf-expansion-factor",
+        c"2",
+    ),
+];
+
+/// The text `CONFIG GET` answers for each of [`REDIS8_CONFIGS`]: the value as it was set (as
+/// RedisBloom 8 keeps it), a string owned here (created without a context), replaced by each
+/// set. Configs are read and set on the main thread only; the atomics only make the statics
+/// shareable.
+static REDIS8_HELD: [AtomicPtr<raw::RedisModuleString>; 3] = [
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+];
+
+/// Validates `text` for Redis 8 config `index` of [`REDIS8_CONFIGS`] (RedisBloom 8's ranges
+/// and messages) and stores it. Returns the text to show from now on.
+fn set_redis8(index: usize, text: &[u8]) -> Result<Vec<u8>, String> {
+    let name = REDIS8_CONFIGS[index].1;
+    let invalid = || format!("Invalid value for `{name}`");
+    if index == 0 {
+        let v = parse_f64(text).ok_or_else(invalid)?;
+        if !(v > 0.0 && v < 1.0) {
+            return Err(format!(
+                "Value for `{name}` must be in the range (0.000000, 1.000000)"
+            ));
+        }
+        if !can_size_layers(v) {
+            return Err("error rate too small: no filter layer can be sized for it".into());
+        }
+        if v > REDIS8_ERROR_RATE_CAP {
+            ERROR_RATE
+                .0
+                .store(REDIS8_ERROR_RATE_CAP.to_bits(), Ordering::Relaxed);
+            return Ok(b"0.25".to_vec());
+        }
+        ERROR_RATE.0.store(v.to_bits(), Ordering::Relaxed);
+        return Ok(text.to_vec());
+    }
+    let (var, max) = if index == 1 {
+        (&INITIAL_SIZE, REDIS8_MAX_INITIAL_SIZE)
+    } else {
+        (&EXPANSION_FACTOR, REDIS8_MAX_EXPANSION)
+    };
+    let min = if index == 1 { 1 } else { 0 };
+    let v = parse_i64(text).ok_or_else(invalid)?;
+    if v < min || v > max {
+        return Err(format!(
+            "Value for `{name}` must be in the range [{min}, {max}]"
+        ));
+    }
+    var.store(v, Ordering::Relaxed);
+    Ok(text.to_vec())
+}
+
+/// Replaces the text config `index` shows.
+fn hold_redis8(index: usize, text: &[u8]) {
+    // SAFETY: creating a string without a context (the module owns it) from a live buffer.
+    let s = unsafe {
+        raw::RedisModule_CreateString.unwrap()(
+            std::ptr::null_mut(),
+            text.as_ptr().cast(),
+            text.len(),
+        )
+    };
+    let old = REDIS8_HELD[index].swap(s, Ordering::Relaxed);
+    if !old.is_null() {
+        // SAFETY: `old` was created here without a context and is no longer handed out; Redis
+        // copies the text a get returns before the next set can run.
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old) };
+    }
+}
+
+/// The current text of Redis 8 config `index` for a value set another way (a load argument).
+fn current_text(index: usize) -> String {
+    match index {
+        0 => ERROR_RATE.text(),
+        1 => INITIAL_SIZE.load(Ordering::Relaxed).to_string(),
+        _ => EXPANSION_FACTOR.load(Ordering::Relaxed).to_string(),
+    }
+}
+
+/// Shows the values the load arguments set (called after [`apply_load_args`] on Redis 8).
+pub fn refresh_redis8_texts() {
+    if super::server::is_redis8() {
+        for i in 0..REDIS8_CONFIGS.len() {
+            hold_redis8(i, current_text(i).as_bytes());
+        }
+    }
+}
+
+extern "C" fn redis8_get(
+    _name: *const c_char,
+    privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    let index = privdata as usize;
+    let held = REDIS8_HELD[index].load(Ordering::Relaxed);
+    if held.is_null() {
+        hold_redis8(index, current_text(index).as_bytes());
+    }
+    REDIS8_HELD[index].load(Ordering::Relaxed)
+}
+
+extern "C" fn redis8_set(
+    _name: *const c_char,
+    val: *mut raw::RedisModuleString,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let index = privdata as usize;
+    let text = RedisString::string_as_slice(val);
+    match set_redis8(index, text) {
+        Ok(shown) => {
+            hold_redis8(index, &shown);
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(msg) => {
+            // SAFETY: Redis takes ownership of the error string it is given (and frees it).
+            unsafe {
+                *err = raw::RedisModule_CreateString.unwrap()(
+                    std::ptr::null_mut(),
+                    msg.as_ptr().cast(),
+                    msg.len(),
+                );
+            }
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
+
+/// Redis 8's registration: RedisBloom 8's three configs (see [`REDIS8_CONFIGS`]), then
+/// `bf.max-filter-bytes`, then the values of the config file or `MODULE LOADEX`.
+fn register_redis8(
+    ctx: &Context,
+    load: unsafe extern "C" fn(*mut raw::RedisModuleCtx) -> c_int,
+) -> Result<(), String> {
+    // SAFETY: reading a function pointer the server filled in during RedisModule_Init.
+    let Some(register) = (unsafe { raw::RedisModule_RegisterStringConfig }) else {
+        return Err("the server has no string configs".into());
+    };
+    for (index, (name, shown, default)) in REDIS8_CONFIGS.iter().enumerate() {
+        // SAFETY: called during OnLoad with the module's context; the name and default are
+        // static C strings; privdata is the config's index, never dereferenced.
+        let status = unsafe {
+            register(
+                ctx.get_raw(),
+                name.as_ptr(),
+                default.as_ptr(),
+                raw::REDISMODULE_CONFIG_UNPREFIXED,
+                Some(redis8_get),
+                Some(redis8_set),
+                None,
+                index as *mut c_void,
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not register the config {shown}"));
+        }
+    }
+    register_i64_configuration(
+        ctx,
+        "max-filter-bytes",
+        &MAX_FILTER_BYTES,
+        0,
+        0,
+        i64::MAX,
+        ConfigurationFlags::DEFAULT,
+        None,
+    );
     // SAFETY: called during OnLoad with the module's context, after every config is registered.
     if unsafe { load(ctx.get_raw()) } == raw::REDISMODULE_OK as i32 {
         Ok(())
@@ -267,11 +479,21 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
             None => return Err(format!("Unrecognized option '{shown}'")),
         }
     }
+    let given = !ints.is_empty() || rate.is_some();
     for (var, v) in ints {
         var.store(v, Ordering::Relaxed);
     }
     if let Some(v) = rate {
+        // Redis 8: above RedisBloom 8's cap the rate is stored as the cap.
+        let v = if super::server::is_redis8() {
+            v.min(REDIS8_ERROR_RATE_CAP)
+        } else {
+            v
+        };
         ERROR_RATE.0.store(v.to_bits(), Ordering::Relaxed);
+    }
+    if given {
+        refresh_redis8_texts();
     }
     Ok(notes)
 }

@@ -1168,6 +1168,8 @@ pub fn repo_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
     out
 }
 
+pub mod errors_by_line;
+
 /// Defines each reply text once, in the two forms the tests compare: `errors::X` as a client
 /// library reports an error (no `-`, no CRLF) and `wire::X` as RESP bytes; `wire` also has
 /// the replies that are not errors.

@@ -272,13 +272,17 @@ impl DirServer {
 
     /// Starts redis-server on `dir` with the module and `extra` arguments (`--name value`
     /// pairs), and waits until it answers PING (i.e. loading is over).
-    pub fn start(mut dir: tempfile::TempDir, extra: &[&str]) -> DirServer {
+    pub fn start(dir: tempfile::TempDir, extra: &[&str]) -> DirServer {
+        DirServer::start_on(&common::server_binary(), dir, extra)
+    }
+
+    /// [`DirServer::start`] with the server binary `bin`.
+    pub fn start_on(bin: &str, mut dir: tempfile::TempDir, extra: &[&str]) -> DirServer {
         let mut last_log = String::new();
         for _ in 0..5 {
             let port = common::free_port();
             let log = dir.path().join("server.log");
-            let mut cmd =
-                common::server_command(&common::server_binary(), port, dir.path(), Some(&log));
+            let mut cmd = common::server_command(bin, port, dir.path(), Some(&log));
             cmd.args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

@@ -407,7 +407,16 @@ pub fn config_get_set(bin: &str) {
     assert_eq!(bf_info(&mut c, "ins"), info_fields(7, 104, 1, 1, Some(3)));
     // Explicit parameters still win.
     assert_eq!(s.raw(&["BF.RESERVE", "res", "0.01", "100"]), "+OK\r\n");
-    assert_eq!(bf_info(&mut c, "res"), info_fields(100, 240, 1, 0, Some(2)));
+    // Redis 8 (as RedisBloom 8): BF.RESERVE without EXPANSION takes the configured factor.
+    let reserve_exp = if crate::common::errors_by_line::is_redis8_binary(bin) {
+        3
+    } else {
+        2
+    };
+    assert_eq!(
+        bf_info(&mut c, "res"),
+        info_fields(100, 240, 1, 0, Some(reserve_exp))
+    );
     // The filter made before the change is untouched.
     assert_eq!(debug(&mut c, "old"), old_debug);
     assert_eq!(bf_info(&mut c, "old"), old_info);
@@ -447,25 +456,25 @@ pub fn config_get_set(bin: &str) {
         "bytes:88 bits:704 hashes:8 hashwidth:64 capacity:63 size:1 ratio:0.00625"
     );
 
-    // Bad values: refused, old value kept.
+    // Bad values: refused, old value kept. Redis 8 answers RedisBloom 8's messages.
+    let redis8 = crate::common::errors_by_line::is_redis8_binary(bin);
+    let (range, number) = if redis8 {
+        (
+            "Value for `bf-error-rate` must be in the range (0.000000, 1.000000)",
+            "Invalid value for `bf-error-rate`",
+        )
+    } else {
+        (
+            "error rate must be in the range (0, 1)",
+            "error rate must be a number",
+        )
+    };
     let bad: [(&str, &str, Option<&str>); 14] = [
-        (
-            "bf.error-rate",
-            "0",
-            Some("error rate must be in the range (0, 1)"),
-        ),
-        (
-            "bf.error-rate",
-            "1",
-            Some("error rate must be in the range (0, 1)"),
-        ),
-        (
-            "bf.error-rate",
-            "-0.5",
-            Some("error rate must be in the range (0, 1)"),
-        ),
-        ("bf.error-rate", "abc", Some("error rate must be a number")),
-        ("bf.error-rate", "", Some("error rate must be a number")),
+        ("bf.error-rate", "0", Some(range)),
+        ("bf.error-rate", "1", Some(range)),
+        ("bf.error-rate", "-0.5", Some(range)),
+        ("bf.error-rate", "abc", Some(number)),
+        ("bf.error-rate", "", Some(number)),
         ("bf.error-rate", "nan", None),
         ("bf.error-rate", "inf", None),
         ("bf.initial-size", "0", None),
@@ -493,10 +502,16 @@ pub fn config_get_set(bin: &str) {
     assert!(e.starts_with("ERR CONFIG SET failed"), "{e}");
     assert_eq!(config_get(&mut c, "bf.initial-size"), "5");
     assert_eq!(config_get(&mut c, "bf.error-rate"), "0.05");
-    // Values are shown normalized; the extremes of the ranges are accepted.
+    // Values are shown normalized (Redis 8: as set, as RedisBloom 8 shows them); the extremes
+    // of the ranges (Redis 8: RedisBloom 8's) are accepted.
+    let (rate_shown, max_expansion) = if redis8 {
+        ("1e-3", "32768")
+    } else {
+        ("0.001", "4294967295")
+    };
     for (name, value, shown) in [
-        ("bf.error-rate", "1e-3", "0.001"),
-        ("bf.expansion-factor", "4294967295", "4294967295"),
+        ("bf.error-rate", "1e-3", rate_shown),
+        ("bf.expansion-factor", max_expansion, max_expansion),
         ("bf.initial-size", "1", "1"),
         (
             "bf.max-filter-bytes",
@@ -508,7 +523,8 @@ pub fn config_get_set(bin: &str) {
         assert_eq!(config_get(&mut c, name), shown);
     }
     assert_eq!(q::<i64>(&mut c, "BF.ADD edge a"), 1);
-    assert_eq!(bf_info(&mut c, "edge")[4].1, Some(4_294_967_295));
+    let max_expansion: i64 = max_expansion.parse().unwrap();
+    assert_eq!(bf_info(&mut c, "edge")[4].1, Some(max_expansion));
     assert_eq!(bf_info(&mut c, "edge")[0].1, Some(1));
 }
 
@@ -1633,11 +1649,29 @@ pub fn replication(bin: &str) {
         p.raw(&["BF.INSERT", "c", "CAPACITY", "1000", "ITEMS", "z"]),
         "*1\r\n:1\r\n"
     );
+    // Redis 8: BF.RESERVE follows bf-expansion-factor (0: non-scaling with growth 0, then 3)
+    // and is replicated with it spelled out, so the replica's own config does not matter.
+    let redis8 = crate::common::errors_by_line::is_redis8_binary(bin);
+    let aof_g = if redis8 {
+        assert_eq!(q::<String>(&mut pc, "BF.RESERVE h 0.01 10"), "OK");
+        assert_eq!(
+            q::<String>(&mut pc, "CONFIG SET bf.expansion-factor 3"),
+            "OK"
+        );
+        "BF.RESERVE g 0.01 10 EXPANSION 3"
+    } else {
+        "BF.RESERVE g 0.01 10"
+    };
     assert_eq!(q::<String>(&mut pc, "BF.RESERVE g 0.01 10"), "OK");
     let grown = fill(&mut pc, "g", "g", 25);
     assert_eq!(q::<i64>(&mut pc, "WAIT 1 10000"), 1);
 
-    for key in ["k", "m", "n", "c", "g"] {
+    let keys: &[&str] = if redis8 {
+        &["k", "m", "n", "c", "g", "h"]
+    } else {
+        &["k", "m", "n", "c", "g"]
+    };
+    for &key in keys {
         assert_eq!(debug(&mut rc, key), debug(&mut pc, key), "replica {key}");
         assert_eq!(
             digest_value(&mut rc, key),
@@ -1650,13 +1684,22 @@ pub fn replication(bin: &str) {
 
     // The AOF holds each command as one line of words.
     let s = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
+    // Non-scaling implicit filters store growth 2 (RedisBloom 2.8) or 0 (RedisBloom 8).
+    let nonscaling = if redis8 { 0 } else { 2 };
     let mut want = vec![
         s("BF.INSERT k CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS a"),
         s("BF.INSERT m CAPACITY 33 ERROR 0.03 EXPANSION 3 ITEMS x y"),
-        s("BF.INSERT n CAPACITY 33 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
-        s("BF.INSERT c CAPACITY 1000 ERROR 0.03 EXPANSION 2 NONSCALING ITEMS z"),
-        s("BF.RESERVE g 0.01 10"),
+        s(&format!(
+            "BF.INSERT n CAPACITY 33 ERROR 0.03 EXPANSION {nonscaling} NONSCALING ITEMS z"
+        )),
+        s(&format!(
+            "BF.INSERT c CAPACITY 1000 ERROR 0.03 EXPANSION {nonscaling} NONSCALING ITEMS z"
+        )),
     ];
+    if redis8 {
+        want.push(s("BF.RESERVE h 0.01 10 EXPANSION 0"));
+    }
+    want.push(s(aof_g));
     want.extend(grown.iter().map(|i| s(&format!("BF.ADD g {i}"))));
     // The AOF write may be postponed while a background fsync runs: poll.
     let deadline = Instant::now() + Duration::from_secs(10);

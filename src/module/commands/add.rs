@@ -8,6 +8,7 @@ use crate::module::bloom_type::{self, Lookup};
 use crate::module::filter::shared::{replicate, Added, Creation};
 use crate::module::filter::{open_mut, plain, window, FilterMut};
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
+use crate::module::{config, server};
 use redis_module::key::RedisKeyWritable;
 use redis_module::Context;
 
@@ -88,7 +89,11 @@ fn insert_mentions_window<A: ArgBytes>(args: &[A]) -> bool {
 /// primary or the AOF and may carry `GENERATION`). Returns the creation parameters and the
 /// index (into `args`, which excludes the command name and key) of the first item. Items may
 /// be missing only with GENERATION (a replicated advance of a window filter).
-fn parse_insert<A: ArgBytes>(args: &[A], internal: bool) -> Result<(Creation, usize), Reply> {
+fn parse_insert<A: ArgBytes>(
+    args: &[A],
+    redis8: bool,
+    internal: impl Fn() -> bool,
+) -> Result<(Creation, usize), Reply> {
     let mut c = Creation::defaults();
     let mut i = 0;
     let mut expansion: i64 = i64::from(c.expansion);
@@ -103,15 +108,24 @@ fn parse_insert<A: ArgBytes>(args: &[A], internal: bool) -> Result<(Creation, us
             break;
         } else if is_keyword(tok, "CAPACITY") {
             let v = value.ok_or(Reply::WrongArity)?;
-            capacity = parse_i64(v).ok_or(Reply::Error("Bad capacity"))?;
+            capacity = parse_i64(v)
+                .filter(|v| !redis8 || *v >= 1)
+                .ok_or(Reply::Error("Bad capacity"))?;
             i += 2;
         } else if is_keyword(tok, "ERROR") {
             let v = value.ok_or(Reply::WrongArity)?;
-            c.error = parse_f64(v).ok_or(Reply::Error("Bad error rate"))?;
+            c.error = parse_f64(v)
+                .filter(|v| !redis8 || (*v > 0.0 && *v < 1.0))
+                .ok_or(Reply::Error("Bad error rate"))?;
+            if redis8 {
+                c.error = c.error.min(config::REDIS8_ERROR_RATE_CAP);
+            }
             i += 2;
         } else if is_keyword(tok, "EXPANSION") {
             let v = value.ok_or(Reply::WrongArity)?;
-            expansion = parse_i64(v).ok_or(Reply::Error("Bad expansion"))?;
+            expansion = parse_i64(v)
+                .filter(|v| !redis8 || u32::try_from(*v).is_ok())
+                .ok_or(Reply::Error("Bad expansion"))?;
             i += 2;
         } else if is_keyword(tok, "WINDOW") {
             if c.window_ms != 0 {
@@ -121,7 +135,7 @@ fn parse_insert<A: ArgBytes>(args: &[A], internal: bool) -> Result<(Creation, us
             let v = value.ok_or(Reply::WrongArity)?;
             c.window_ms = window::parse_window(v).ok_or(Reply::Error("Bad window"))?;
             i += 2;
-        } else if internal && is_keyword(tok, "GENERATION") {
+        } else if is_keyword(tok, "GENERATION") && internal() {
             if c.generation.is_some() {
                 return Err(Reply::WrongArity);
             }
@@ -142,11 +156,21 @@ fn parse_insert<A: ArgBytes>(args: &[A], internal: bool) -> Result<(Creation, us
     if i >= args.len() && c.generation.is_none() {
         return Err(Reply::WrongArity);
     }
-    if !(c.error > 0.0 && c.error < 1.0) || capacity < 1 || expansion < 1 {
+    // EXPANSION 0 is non-scaling with growth 0: RedisBloom 8's, so on Redis 8, and from the
+    // primary or the AOF on every line (a filter made on Redis 8, replayed elsewhere).
+    let zero = expansion == 0 && (redis8 || internal());
+    if !(c.error > 0.0 && c.error < 1.0) || capacity < 1 || (expansion < 1 && !zero) {
         return Err(Reply::Error("Bad argument received"));
     }
     c.capacity = capacity as u64;
     c.expansion = u32::try_from(expansion).map_err(|_| Reply::Error("Bad argument received"))?;
+    if c.expansion == 0 {
+        c.nonscaling = true;
+        if c.window_ms != 0 || c.generation.is_some() {
+            // A window filter's generations always store a growth ≥ 1.
+            c.expansion = crate::bloom::chain::DEFAULT_EXPANSION;
+        }
+    }
     Ok((c, i))
 }
 
@@ -159,9 +183,9 @@ pub fn bf_insert(ctx: &Context, args: &[Arg]) -> Reply {
     if args.len() < 4 && !windowed {
         return Reply::WrongArity;
     }
-    // Only a command that names a window option reads the context flags (for GENERATION).
-    let internal = windowed && window::internal(ctx);
-    match parse_insert(options, internal) {
+    // The context flags are read only when an option needs them (GENERATION, EXPANSION 0).
+    let internal = || window::internal(ctx);
+    match parse_insert(options, server::is_redis8(), internal) {
         Ok((creation, first)) => add_items(
             ctx,
             &ctx.open_key_writable(&args[1].string()),
@@ -235,7 +259,7 @@ mod tests {
 
     fn p(s: &str) -> Result<(Creation, usize), Reply> {
         let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
-        parse_insert(&parts, false)
+        parse_insert(&parts, false, || false)
     }
 
     #[test]
@@ -283,15 +307,43 @@ mod tests {
     }
 
     #[test]
+    fn redis8_insert_options() {
+        let p8 = |s: &str, internal: bool| parse_insert(&split(s), true, || internal);
+        for (args, error) in [
+            ("CAPACITY 0 FOO ITEMS a", "Bad capacity"),
+            ("ERROR 1 ITEMS a", "Bad error rate"),
+            ("ERROR -0.5 ITEMS a", "Bad error rate"),
+            ("EXPANSION -1 ITEMS a", "Bad expansion"),
+            ("EXPANSION 4294967296 ITEMS a", "Bad expansion"),
+        ] {
+            assert_eq!(p8(args, false).unwrap_err(), Reply::Error(error), "{args}");
+        }
+        let (c, _) = p8("EXPANSION 0 ITEMS a", false).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (0, true));
+        let (c, _) = p8("ERROR 0.9 CAPACITY 2000000000 ITEMS a", false).unwrap();
+        assert_eq!((c.error, c.capacity), (0.25, 2_000_000_000));
+        // The 2.8 line refuses EXPANSION 0 unless it comes from the primary or the AOF.
+        assert_eq!(
+            parse_insert(&split("EXPANSION 0 ITEMS a"), false, || false).unwrap_err(),
+            Reply::Error("Bad argument received")
+        );
+        let (c, _) =
+            parse_insert(&split("EXPANSION 0 NONSCALING ITEMS a"), false, || true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (0, true));
+    }
+
+    #[test]
     fn window_insert_options() {
         assert!(insert_mentions_window(&split(
             "CAPACITY 10 WINDOW 5 ITEMS a"
         )));
         assert!(!insert_mentions_window(&split("CAPACITY WINDOW ITEMS a")));
         assert!(!insert_mentions_window(&split("ITEMS WINDOW")));
-        let (a, first) = parse_insert(&split("WINDOW 1000 ERROR 0.001 ITEMS a b"), false).unwrap();
+        let (a, first) =
+            parse_insert(&split("WINDOW 1000 ERROR 0.001 ITEMS a b"), false, || false).unwrap();
         assert_eq!((a.window_ms, a.error, first), (1000, 0.001, 5));
-        let (a, first) = parse_insert(&split("NOCREATE GENERATION 3 ITEMS"), true).unwrap();
+        let (a, first) =
+            parse_insert(&split("NOCREATE GENERATION 3 ITEMS"), false, || true).unwrap();
         assert_eq!((a.generation, a.allowed, first), (Some(3), false, 4));
         for (args, internal, error) in [
             ("WINDOW 1000 ITEMS", false, Reply::WrongArity),
@@ -316,7 +368,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                parse_insert(&split(args), internal).unwrap_err(),
+                parse_insert(&split(args), false, || internal).unwrap_err(),
                 error,
                 "{args}"
             );

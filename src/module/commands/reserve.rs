@@ -9,19 +9,59 @@ use crate::module::bloom_type::Lookup;
 use crate::module::filter::shared::{replicate, Creation, Replication};
 use crate::module::filter::{open_mut, plain, window};
 use crate::module::reply::{Reply, WRONGTYPE};
+use crate::module::{config, server};
 use redis_module::Context;
+use std::borrow::Cow;
+
+/// The texts of BF.RESERVE's refusals, per server line (RedisBloom 2.8's on Redis 7 and
+/// Valkey, RedisBloom 8's on Redis 8).
+struct Texts {
+    error_range: &'static str,
+    capacity_range: &'static str,
+    expansion_range: &'static str,
+}
+
+const TEXTS_2_8: Texts = Texts {
+    error_range: "ERR (0 < error rate range < 1) ",
+    capacity_range: "ERR (capacity should be larger than 0)",
+    expansion_range: "ERR expansion should be greater or equal to 1",
+};
+
+const TEXTS_8: Texts = Texts {
+    error_range: "ERR error rate must be in the range (0.000000, 1.000000)",
+    capacity_range: "ERR capacity must be in the range [1, 1073741824]",
+    expansion_range: "ERR expansion must be in the range [0, 32768]",
+};
+
+fn texts(redis8: bool) -> &'static Texts {
+    if redis8 {
+        &TEXTS_8
+    } else {
+        &TEXTS_2_8
+    }
+}
 
 /// Parses everything after the key, in RedisBloom's evaluation order: the error rate and the
 /// capacity, then the options (a window filter's when they name WINDOW; `internal`: the
-/// command comes from the primary or the AOF and may carry `GENERATION`).
-fn parse<A: ArgBytes>(args: &[A], internal: impl Fn() -> bool) -> Result<Creation, Reply> {
-    let error = parse_f64(args[0].bytes()).ok_or(Reply::Error("ERR bad error rate"))?;
+/// command comes from the primary or the AOF and may carry `GENERATION`). `redis8`: the
+/// server line's rules (RedisBloom 8's: EXPANSION 0 is non-scaling, an error rate above
+/// 0.25 is stored as 0.25, the expansion defaults to `bf-expansion-factor`).
+fn parse<A: ArgBytes>(
+    args: &[A],
+    redis8: bool,
+    internal: impl Fn() -> bool,
+) -> Result<Creation, Reply> {
+    let t = texts(redis8);
+    let mut error = parse_f64(args[0].bytes()).ok_or(Reply::Error("ERR bad error rate"))?;
     if !(error > 0.0 && error < 1.0) {
-        return Err(Reply::Error("ERR (0 < error rate range < 1) "));
+        return Err(Reply::Error(t.error_range));
+    }
+    if redis8 {
+        error = error.min(config::REDIS8_ERROR_RATE_CAP);
     }
     let capacity = parse_i64(args[1].bytes()).ok_or(Reply::Error("ERR bad capacity"))?;
     if capacity <= 0 {
-        return Err(Reply::Error("ERR (capacity should be larger than 0)"));
+        return Err(Reply::Error(t.capacity_range));
     }
     let mut c = Creation {
         capacity: capacity as u64,
@@ -34,9 +74,14 @@ fn parse<A: ArgBytes>(args: &[A], internal: impl Fn() -> bool) -> Result<Creatio
     };
     let options = &args[2..];
     if names_window(options) {
-        window_options(options, internal(), &mut c)?;
+        window_options(options, redis8, internal(), &mut c)?;
     } else {
-        plain_options(options, &mut c)?;
+        if redis8 {
+            // RedisBloom 8: without options the configured factor applies, 0 = non-scaling.
+            c.expansion = config::expansion_factor();
+            c.nonscaling = c.expansion == 0;
+        }
+        plain_options(options, redis8, internal, &mut c)?;
     }
     Ok(c)
 }
@@ -46,29 +91,53 @@ fn names_window<A: ArgBytes>(options: &[A]) -> bool {
     options.iter().any(|a| is_keyword(a.bytes(), "WINDOW"))
 }
 
-/// An expansion: an integer in [1, 2^32).
-fn parse_expansion(value: &[u8]) -> Result<u32, Reply> {
+/// True when the options give EXPANSION (the filter then does not depend on the config).
+fn names_expansion<A: ArgBytes>(options: &[A]) -> bool {
+    options.iter().any(|a| is_keyword(a.bytes(), "EXPANSION"))
+}
+
+/// An expansion: an integer in [1, 2^32), or 0 when `zero` (non-scaling).
+fn parse_expansion(value: &[u8], redis8: bool, zero: bool) -> Result<u32, Reply> {
     let v = parse_i64(value).ok_or(Reply::Error("ERR bad expansion"))?;
-    if v < 1 {
-        return Err(Reply::Error(
-            "ERR expansion should be greater or equal to 1",
-        ));
+    if v < 0 || (v == 0 && !zero) {
+        return Err(Reply::Error(texts(redis8).expansion_range));
     }
-    u32::try_from(v).map_err(|_| Reply::Error("ERR bad expansion"))
+    u32::try_from(v).map_err(|_| {
+        Reply::Error(if redis8 {
+            TEXTS_8.expansion_range
+        } else {
+            "ERR bad expansion"
+        })
+    })
 }
 
 /// A plain filter's `[EXPANSION n] [NONSCALING]`, looked for anywhere after the capacity.
-fn plain_options<A: ArgBytes>(options: &[A], c: &mut Creation) -> Result<(), Reply> {
-    c.nonscaling = options.iter().any(|a| is_keyword(a.bytes(), "NONSCALING"));
+/// EXPANSION 0 is a non-scaling filter with growth 0 on Redis 8, and from the primary or the
+/// AOF on every line (a Redis 8 filter replayed elsewhere); from them, NONSCALING with another
+/// EXPANSION keeps that growth (the rewrite of a Redis 8 BF.RESERVE that used the config).
+fn plain_options<A: ArgBytes>(
+    options: &[A],
+    redis8: bool,
+    internal: impl Fn() -> bool,
+    c: &mut Creation,
+) -> Result<(), Reply> {
+    c.nonscaling |= options.iter().any(|a| is_keyword(a.bytes(), "NONSCALING"));
     let expansion_at = options
         .iter()
         .position(|a| is_keyword(a.bytes(), "EXPANSION"));
     if let Some(p) = expansion_at {
         let value = options.get(p + 1).ok_or(Reply::Error("ERR no expansion"))?;
-        if c.nonscaling {
+        if redis8 {
+            // RedisBloom 8 reads the value before it looks at NONSCALING.
+            parse_i64(value.bytes()).ok_or(Reply::Error("ERR bad expansion"))?;
+        }
+        let zero = parse_i64(value.bytes()) == Some(0) && (redis8 || internal());
+        if zero {
+            c.nonscaling = true;
+        } else if c.nonscaling && !internal() {
             return Err(Reply::Error("Nonscaling filters cannot expand"));
         }
-        c.expansion = parse_expansion(value.bytes())?;
+        c.expansion = parse_expansion(value.bytes(), redis8, zero)?;
     }
     let unknown = options.iter().enumerate().any(|(i, a)| {
         !is_keyword(a.bytes(), "NONSCALING")
@@ -86,6 +155,7 @@ fn plain_options<A: ArgBytes>(options: &[A], c: &mut Creation) -> Result<(), Rep
 /// `ERR no window`, `ERR bad window` (not an integer ≥ 1).
 fn window_options<A: ArgBytes>(
     options: &[A],
+    redis8: bool,
     internal: bool,
     c: &mut Creation,
 ) -> Result<(), Reply> {
@@ -114,7 +184,8 @@ fn window_options<A: ArgBytes>(
             c.window_ms = window::parse_window(v).ok_or(Reply::Error("ERR bad window"))?;
         } else if is_keyword(tok, "EXPANSION") {
             let v = value.ok_or(Reply::Error("ERR no expansion"))?;
-            expansion = Some(parse_expansion(v)?);
+            // Redis 8: EXPANSION 0 is NONSCALING (generations keep the default growth).
+            expansion = Some(parse_expansion(v, redis8, redis8)?);
         } else if internal && is_keyword(tok, "GENERATION") {
             let v = value.ok_or(Reply::Error("ERR unknown argument"))?;
             c.generation =
@@ -124,11 +195,13 @@ fn window_options<A: ArgBytes>(
         }
         i += 2;
     }
-    if let Some(e) = expansion {
-        if c.nonscaling {
+    match expansion {
+        Some(0) => c.nonscaling = true,
+        Some(_) if c.nonscaling => {
             return Err(Reply::Error("Nonscaling filters cannot expand"));
         }
-        c.expansion = e;
+        Some(e) => c.expansion = e,
+        None => {}
     }
     if c.window_ms == 0 {
         return Err(Reply::Error("ERR no window"));
@@ -145,7 +218,8 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
     if !windowed && !(4..=7).contains(&args.len()) {
         return Reply::WrongArity;
     }
-    let c = match parse(&args[2..], || window::internal(ctx)) {
+    let redis8 = server::is_redis8();
+    let c = match parse(&args[2..], redis8, || window::internal(ctx)) {
         Ok(c) => c,
         Err(e) => return e,
     };
@@ -159,8 +233,13 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
     let created = if c.window_ms != 0 {
         window::reserve(ctx, &key, &args[1], &c)
     } else {
-        plain::create(ctx, &key, args[1].as_slice(), "BF.RESERVE", &c)
-            .map(|()| Replication::Verbatim)
+        plain::create(ctx, &key, args[1].as_slice(), "BF.RESERVE", &c).map(|()| {
+            if redis8 && !names_expansion(&args[4..]) {
+                with_expansion(args, &c)
+            } else {
+                Replication::Verbatim
+            }
+        })
     };
     match created {
         Ok(r) => {
@@ -170,6 +249,24 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
         }
         Err(e) => e,
     }
+}
+
+/// A Redis 8 BF.RESERVE without EXPANSION took its growth from `bf-expansion-factor`: it is
+/// replicated with that growth spelled out (`EXPANSION g`, and NONSCALING when it was given
+/// with g ≥ 1, which only the primary and the AOF may send), so that a replica or an AOF
+/// replay builds the same filter whatever its own config.
+fn with_expansion<'a>(args: &'a [Arg], c: &Creation) -> Replication<'a> {
+    let mut argv: Vec<Cow<'a, [u8]>> = vec![
+        Cow::Borrowed(args[1].as_slice()),
+        Cow::Borrowed(args[2].as_slice()),
+        Cow::Borrowed(args[3].as_slice()),
+        Cow::Borrowed(b"EXPANSION"),
+        Cow::Owned(c.expansion.to_string().into_bytes()),
+    ];
+    if c.nonscaling && c.expansion != 0 {
+        argv.push(Cow::Borrowed(b"NONSCALING"));
+    }
+    Replication::Rewritten("BF.RESERVE", argv)
 }
 
 #[cfg(test)]
@@ -186,7 +283,7 @@ mod tests {
 
     /// The options and the explicit generation, as the tests read them.
     fn parse_reserve(args: &[&[u8]], internal: bool) -> Result<Creation, Reply> {
-        parse(args, || internal)
+        parse(args, false, || internal)
     }
 
     #[test]
@@ -231,6 +328,52 @@ mod tests {
         }
         let c = parse_reserve(&split("0.01 100 WINDOW 10 GENERATION 5"), true).unwrap();
         assert_eq!(c.generation, Some(5));
+    }
+
+    #[test]
+    fn redis8_rules() {
+        let p8 = |s: &str, internal: bool| parse(&split(s), true, || internal);
+        for (args, error) in [
+            ("0 x", TEXTS_8.error_range),
+            ("abc 0", "ERR bad error rate"),
+            ("0.1 0 EXPANSION x", TEXTS_8.capacity_range),
+            ("0.1 1.5", "ERR bad capacity"),
+            ("0.1 10 EXPANSION", "ERR no expansion"),
+            ("0.1 10 EXPANSION -1", TEXTS_8.expansion_range),
+            ("0.1 10 EXPANSION 4294967296", TEXTS_8.expansion_range),
+            // The value is read before NONSCALING is looked at.
+            ("0.1 10 EXPANSION abc NONSCALING", "ERR bad expansion"),
+            (
+                "0.1 10 NONSCALING EXPANSION -1",
+                "Nonscaling filters cannot expand",
+            ),
+            (
+                "0.1 10 NONSCALING EXPANSION 2",
+                "Nonscaling filters cannot expand",
+            ),
+        ] {
+            assert_eq!(p8(args, false).unwrap_err(), Reply::Error(error), "{args}");
+        }
+        for args in ["0.1 10 EXPANSION 0", "0.1 10 NONSCALING EXPANSION 0"] {
+            let c = p8(args, false).unwrap();
+            assert_eq!((c.expansion, c.nonscaling), (0, true), "{args}");
+        }
+        // Rates above 0.25 are stored as 0.25; the default expansion is the config's (2).
+        let c = p8("0.9 10", false).unwrap();
+        assert_eq!((c.error, c.expansion, c.nonscaling), (0.25, 2, false));
+        // From the primary or the AOF: NONSCALING keeps another growth.
+        let c = p8("0.1 10 NONSCALING EXPANSION 4", true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (4, true));
+        // On the 2.8 line EXPANSION 0 is refused, unless it comes from the primary or the AOF.
+        assert_eq!(
+            parse_reserve(&split("0.1 10 EXPANSION 0"), false).unwrap_err(),
+            Reply::Error(TEXTS_2_8.expansion_range)
+        );
+        let c = parse_reserve(&split("0.1 10 EXPANSION 0"), true).unwrap();
+        assert_eq!((c.expansion, c.nonscaling, c.error), (0, true, 0.1));
+        // A window filter's EXPANSION 0 on Redis 8 is NONSCALING (its generations keep 2).
+        let c = p8("0.1 10 WINDOW 100 EXPANSION 0", false).unwrap();
+        assert_eq!((c.expansion, c.nonscaling), (2, true));
     }
 
     #[test]

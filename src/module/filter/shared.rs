@@ -35,6 +35,18 @@ impl Creation {
     /// The implicit creation's defaults (the `bf.*` configs): a plain filter.
     pub fn defaults() -> Creation {
         let expansion = config::expansion();
+        if crate::module::server::is_redis8() {
+            // RedisBloom 8: the configured factor is stored as is, 0 (non-scaling) included.
+            return Creation {
+                capacity: config::initial_size(),
+                error: config::error_rate(),
+                expansion: config::expansion_factor(),
+                nonscaling: expansion.is_none(),
+                allowed: true,
+                window_ms: 0,
+                generation: None,
+            };
+        }
         Creation {
             capacity: config::initial_size(),
             error: config::error_rate(),

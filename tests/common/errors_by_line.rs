@@ -1,0 +1,76 @@
+//! The replies that differ by server line (`docs/redis8-valkey.md`): RedisBloom 2.8's on
+//! Redis 7.x and Valkey, RedisBloom 8's on Redis 8. One table, each reply in its two forms;
+//! [`ByLine::text`] / [`ByLine::wire`] pick the one of the server the tests run on
+//! ([`super::server_binary`]).
+
+use std::sync::OnceLock;
+
+/// A reply text per server line: `rb28` on Redis 7.x and Valkey, `rb8` on Redis 8+.
+pub struct ByLine {
+    /// RedisBloom 2.8's text (Redis 7.x, Valkey).
+    pub rb28: &'static str,
+    /// RedisBloom 8's text (Redis 8 and later).
+    pub rb8: &'static str,
+}
+
+impl ByLine {
+    /// The text for the server under test, as a client library reports an error.
+    pub fn text(&self) -> &'static str {
+        if redis8() {
+            self.rb8
+        } else {
+            self.rb28
+        }
+    }
+
+    /// The same as an error on the wire.
+    pub fn wire(&self) -> String {
+        format!("-{}\r\n", self.text())
+    }
+}
+
+/// True when the server under test ([`super::server_binary`]) is Redis 8 or later (not
+/// Valkey, which answers as Redis 7).
+pub fn redis8() -> bool {
+    static IS: OnceLock<bool> = OnceLock::new();
+    *IS.get_or_init(|| is_redis8_binary(&super::server_binary()))
+}
+
+/// True when `bin --version` names Redis 8 or later.
+pub fn is_redis8_binary(bin: &str) -> bool {
+    let Ok(out) = std::process::Command::new(bin).arg("--version").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !text.starts_with("Redis server") {
+        return false;
+    }
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok())
+        .is_some_and(|major| major >= 8)
+}
+
+macro_rules! by_line {
+    ($($name:ident = $rb28:literal, $rb8:literal;)*) => {
+        $(pub const $name: ByLine = ByLine { rb28: $rb28, rb8: $rb8 };)*
+    };
+}
+
+by_line! {
+    // BF.RESERVE's range errors (the trailing space of 2.8's error-rate text is part of it).
+    RESERVE_ERROR_RANGE = "ERR (0 < error rate range < 1) ",
+        "ERR error rate must be in the range (0.000000, 1.000000)";
+    RESERVE_CAPACITY_RANGE = "ERR (capacity should be larger than 0)",
+        "ERR capacity must be in the range [1, 1073741824]";
+    RESERVE_EXPANSION_RANGE = "ERR expansion should be greater or equal to 1",
+        "ERR expansion must be in the range [0, 32768]";
+    // An expansion too big for the stored u32 (both lines refuse it).
+    RESERVE_EXPANSION_TOO_BIG = "ERR bad expansion",
+        "ERR expansion must be in the range [0, 32768]";
+    // BF.INSERT's range errors: 2.8 checks after parsing, 8 names the option.
+    INSERT_ERROR_RANGE = "Bad argument received", "Bad error rate";
+    INSERT_CAPACITY_RANGE = "Bad argument received", "Bad capacity";
+    INSERT_EXPANSION_RANGE = "Bad argument received", "Bad expansion";
+}
