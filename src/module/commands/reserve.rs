@@ -7,7 +7,7 @@ use super::notify;
 use crate::module::args::{is_keyword, parse_f64, parse_i64, Arg, ArgBytes};
 use crate::module::bloom_type::Lookup;
 use crate::module::filter::shared::{replicate, Creation, Replication};
-use crate::module::filter::{open_mut, plain, window};
+use crate::module::filter::{open_mut, plain, window, FilterMut};
 use crate::module::reply::{Reply, WRONGTYPE};
 use crate::module::{config, server};
 use redis_module::Context;
@@ -234,10 +234,12 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
         window::reserve(ctx, &key, &args[1], &c)
     } else {
         plain::create(ctx, &key, args[1].as_slice(), "BF.RESERVE", &c).map(|()| {
-            if redis8 && !names_expansion(&args[4..]) {
-                with_expansion(args, &c)
-            } else {
+            if !redis8 || names_expansion(&args[4..]) {
                 Replication::Verbatim
+            } else if c.nonscaling && c.expansion != 0 {
+                as_header(args, &key)
+            } else {
+                with_expansion(args, &c)
             }
         })
     };
@@ -252,21 +254,40 @@ pub fn bf_reserve(ctx: &Context, args: &[Arg]) -> Reply {
 }
 
 /// A Redis 8 BF.RESERVE without EXPANSION took its growth from `bf-expansion-factor`: it is
-/// replicated with that growth spelled out (`EXPANSION g`, and NONSCALING when it was given
-/// with g ≥ 1, which only the primary and the AOF may send), so that a replica or an AOF
-/// replay builds the same filter whatever its own config.
+/// replicated with that growth spelled out (`EXPANSION g`), so that a replica or an AOF
+/// replay builds the same filter whatever its own config. (A NONSCALING one goes as its
+/// header instead: [`as_header`].)
 fn with_expansion<'a>(args: &'a [Arg], c: &Creation) -> Replication<'a> {
-    let mut argv: Vec<Cow<'a, [u8]>> = vec![
+    let argv: Vec<Cow<'a, [u8]>> = vec![
         Cow::Borrowed(args[1].as_slice()),
         Cow::Borrowed(args[2].as_slice()),
         Cow::Borrowed(args[3].as_slice()),
         Cow::Borrowed(b"EXPANSION"),
         Cow::Owned(c.expansion.to_string().into_bytes()),
     ];
-    if c.nonscaling && c.expansion != 0 {
-        argv.push(Cow::Borrowed(b"NONSCALING"));
-    }
     Replication::Rewritten("BF.RESERVE", argv)
+}
+
+/// A Redis 8 `BF.RESERVE … NONSCALING` keeps the configured `bf-expansion-factor` g ≥ 1 in its
+/// header's growth field, a filter no BF.RESERVE can spell out: RedisBloom 8 refuses
+/// `NONSCALING` with `EXPANSION g` ("Nonscaling filters cannot expand"). It is replicated as
+/// the new, empty filter's SCANDUMP header (`BF.LOADCHUNK key 1 <header>`), which both
+/// modules load into the same bits whatever their config, so an AOF written here also
+/// replays under RedisBloom 8.
+fn as_header<'a>(args: &'a [Arg], key: &redis_module::key::RedisKeyWritable) -> Replication<'a> {
+    let header = match open_mut(key) {
+        Lookup::Found(FilterMut::Plain(chain)) => crate::bloom::dump::encode_header(chain),
+        // Just created above as a plain filter: always found.
+        _ => return Replication::Verbatim,
+    };
+    Replication::Rewritten(
+        "BF.LOADCHUNK",
+        vec![
+            Cow::Borrowed(args[1].as_slice()),
+            Cow::Borrowed(b"1"),
+            Cow::Owned(header),
+        ],
+    )
 }
 
 #[cfg(test)]
