@@ -106,13 +106,15 @@ EOF
   log "apt-get update of the deb-src indexes of ${suites[*]} on $m (private configuration in $apt_dir)"
   local ulog="$apt_dir/update.log"
   apt-get -q update >"$ulog" 2>&1 || true
-  # apt-get update goes on past an unreachable suite: check each one's index is there.
+  # apt-get update goes on past an unreachable suite (keeping an older index if it has one):
+  # check that each suite was fetched and that its index is there.
   local host_path="${m#*://}"
   host_path="${host_path//\//_}"
   for s in "${suites[@]}"; do
-    if ! compgen -G "$apt_dir/state/lists/${host_path}_dists_${s}_main_source_Sources*" >/dev/null; then
+    if grep -q "Failed to fetch .*/dists/$s/" "$ulog" ||
+      ! compgen -G "$apt_dir/state/lists/${host_path}_dists_${s}_main_source_Sources*" >/dev/null; then
       cat "$ulog" >&2
-      die "cannot reach Debian suite '$s' (deb-src $m $s main): no source index after apt-get update (output above)"
+      die "cannot reach Debian suite '$s' (deb-src $m $s main): apt-get update did not fetch its source index (output above)"
     fi
   done
   apt_ready=1

@@ -233,7 +233,7 @@ case " $* " in
     for s in trixie sid experimental; do
       case " $FAKE_SUITES " in
         *" $s "*) echo "Get: $s"; : > "$lists/mirror.test_debian_dists_${{s}}_main_source_Sources.lz4" ;;
-        *) echo "Err: $s"; echo "W: Failed to fetch $s" >&2 ;;
+        *) echo "Err: $s"; echo "W: Failed to fetch http://mirror.test/debian/dists/$s/InRelease" >&2 ;;
       esac
     done ;;
   *" source "*)
@@ -343,6 +343,9 @@ fn servers_are_built_from_the_newest_source_package_and_then_reused() {
 #[test]
 fn servers_stop_naming_the_suite_apt_cannot_reach() {
     let fake = FakeArchive::new();
+    // The index that an earlier run fetched is no excuse: the suite must be reached now.
+    let earlier = fake.run(&["redis-8.6"], "trixie sid experimental");
+    assert!(earlier.status.success(), "{}", text(&earlier.stderr));
     let out = fake.run(&[], "trixie sid");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "");
@@ -354,7 +357,7 @@ fn servers_stop_naming_the_suite_apt_cannot_reach() {
         ),
         "{err}"
     );
-    assert_eq!(fake.apt_calls(), ["apt-get -q update"]);
+    assert_eq!(fake.apt_calls()[2..], ["apt-get -q update"]);
 }
 
 #[test]
