@@ -1732,6 +1732,8 @@ pub struct ServerFacts {
     pub module_acl: bool,
     /// `redis_version` as (major, minor).
     pub version: (u32, u32),
+    /// The server is Valkey (`INFO server` has `valkey_version`).
+    pub valkey: bool,
 }
 
 /// One row of [`METADATA_EXCEPTIONS`].
@@ -1765,6 +1767,23 @@ pub const METADATA_EXCEPTIONS: &[MetadataException] = &[
         |command, v| {
             if command.starts_with("COMMAND DOCS") {
                 drop_field(v, b"display_text");
+            }
+        },
+    ),
+    (
+        "Valkey sends COMMAND INFO's (empty) subcommand list as an array in RESP3, Redis a set",
+        |f| f.valkey,
+        |command, v| {
+            if command.starts_with("COMMAND INFO") {
+                if let Value::Array(infos) = v {
+                    for info in infos {
+                        if let Value::Array(fields) = info {
+                            if let Value::Set(subcommands) = &fields[9] {
+                                fields[9] = Value::Array(subcommands.clone());
+                            }
+                        }
+                    }
+                }
             }
         },
     ),
@@ -1873,15 +1892,19 @@ fn drop_field(v: &mut Value, field: &[u8]) {
 pub fn command_metadata_as_redisbloom8(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
+    let info: String = q(&mut c, "INFO server");
+    let valkey = info.contains("valkey_version:");
     let version: String = {
-        let info: String = q(&mut c, "INFO server");
         let line = info.lines().find(|l| l.starts_with("redis_version:"));
-        line.expect("INFO server has redis_version")["redis_version:".len()..].to_string()
+        line.expect("INFO server has redis_version")["redis_version:".len()..]
+            .trim()
+            .to_string()
     };
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap());
     let facts = ServerFacts {
         module_acl: acl_bloom_supported(&mut c).is_some(),
         version: (parts.next().unwrap(), parts.next().unwrap()),
+        valkey,
     };
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/redisbloom8/replies/bf-commands.json");
