@@ -269,9 +269,11 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
 
 #[test]
 fn copy_of_a_sparse_filter_copies_only_written_pages() {
-    let s = Server::start_with(&[], &[("enable-debug-command", "yes")]);
-    let mut con = s.conn();
     for shape in ["one layer", "window"] {
+        // A fresh server for each shape: pages that the allocator kept resident from an earlier
+        // filter (Valkey's jemalloc does) would hide what the items touch.
+        let s = Server::start_with(&[], &[("enable-debug-command", "yes")]);
+        let mut con = s.conn();
         let size = create_shape(&mut con, shape, "src");
         // A few items scattered over the whole array.
         let items: Vec<String> = (0..200).map(|i| format!("{shape}-item-{i}")).collect();
@@ -308,8 +310,6 @@ fn copy_of_a_sparse_filter_copies_only_written_pages() {
             .query(&mut con)
             .unwrap();
         assert_eq!(in_src, 0);
-        let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-        wait_pending_zero(&mut con);
     }
 }
 

@@ -1506,10 +1506,58 @@ fn size_class(n: u64) -> u64 {
     }
 }
 
-/// MEMORY USAGE = BF.INFO Size + the key's sds allocation (sds header — 1 byte for names
-/// shorter than 32 bytes, 3 below 256 — + name + NUL, rounded to jemalloc's size class) + the
-/// dict entry (24); Size = 32 + Σ (64 + layer bytes) from BF.DEBUG.
-fn check_memory_formula(con: &mut Connection, key: &[u8]) -> (i64, i64) {
+/// Where a server keeps a key's name, which MEMORY USAGE counts besides the module's figure.
+#[derive(Clone, Copy)]
+enum KeyLayout {
+    /// Redis 7.x and 8.0: an sds of its own and a dict entry (24 bytes).
+    SdsAndDictEntry,
+    /// Redis after 8.0 (8.6 checked): embedded in the key's object (16-byte header, 1 byte for
+    /// the sds header's size, the sds), one allocation.
+    EmbeddedRedis,
+    /// Valkey 9: embedded as in Redis after 8.0, with an 8-byte expire field for names of 128
+    /// bytes and more.
+    EmbeddedValkey,
+}
+
+impl KeyLayout {
+    fn of(con: &mut Connection) -> KeyLayout {
+        let info: String = cmd("INFO server").query(con).unwrap();
+        if info.contains("valkey_version:") {
+            return KeyLayout::EmbeddedValkey;
+        }
+        let version = info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .expect("INFO server has redis_version");
+        let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+        if (parts.next().unwrap(), parts.next().unwrap()) <= (8, 0) {
+            KeyLayout::SdsAndDictEntry
+        } else {
+            KeyLayout::EmbeddedRedis
+        }
+    }
+
+    /// What MEMORY USAGE adds to the module's figure for a key named `key`.
+    fn overhead(self, key: &[u8]) -> i64 {
+        let sds = match key.len() {
+            0..=31 => 1,
+            32..=255 => 3,
+            _ => 5,
+        } + key.len() as u64
+            + 1;
+        let expire = if key.len() >= 128 { 8 } else { 0 };
+        (match self {
+            KeyLayout::SdsAndDictEntry => size_class(sds) + 24,
+            KeyLayout::EmbeddedRedis => size_class(16 + 1 + sds),
+            KeyLayout::EmbeddedValkey => size_class(16 + expire + 1 + sds),
+        }) as i64
+    }
+}
+
+/// MEMORY USAGE = BF.INFO Size + the key's name as the server keeps it ([`KeyLayout`]: its
+/// sds — header, 1 byte for names shorter than 32 bytes, 3 below 256, + name + NUL — rounded to
+/// jemalloc's size class, and what holds it); Size = 32 + Σ (64 + layer bytes) from BF.DEBUG.
+fn check_memory_formula(con: &mut Connection, layout: KeyLayout, key: &[u8]) -> (i64, i64) {
     let size = {
         let v: Vec<i64> = cmd("BF.INFO").arg(key).arg("SIZE").query(con).unwrap();
         v[0]
@@ -1532,12 +1580,7 @@ fn check_memory_formula(con: &mut Connection, key: &[u8]) -> (i64, i64) {
         "BF.INFO Size = 32 + Σ(64 + bytes) for {key:?}"
     );
     let usage: i64 = cmd("MEMORY USAGE").arg(key).query(con).unwrap();
-    let sds_header = match key.len() {
-        0..=31 => 1,
-        32..=255 => 3,
-        _ => 5,
-    };
-    let overhead = size_class(sds_header + key.len() as u64 + 1) as i64 + 24;
+    let overhead = layout.overhead(key);
     assert_eq!(
         usage,
         size + overhead,
@@ -1556,6 +1599,7 @@ fn no_leak_after_10000_filters() {
     let mut s = Server::start();
     let mut meter = s.conn();
     let mut con = s.conn();
+    let layout = KeyLayout::of(&mut con);
     // A template for LOADCHUNK and RESTORE copies.
     assert!(cmd_text(&mut con, "BF.RESERVE tpl 0.001 5000 EXPANSION 3").is_ok());
     let tpl_items: Vec<String> = (0..12_000).map(|i| format!("t{i}")).collect();
@@ -1635,7 +1679,7 @@ fn no_leak_after_10000_filters() {
             }
         }
         for k in keys.iter().step_by(97) {
-            sampled.push(check_memory_formula(con, k.as_bytes()));
+            sampled.push(check_memory_formula(con, layout, k.as_bytes()));
         }
         let dbsize: i64 = cmd("DBSIZE").query(con).unwrap();
         assert_eq!(dbsize as usize, n + 1, "every filter created");

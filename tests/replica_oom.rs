@@ -17,8 +17,20 @@ const HEADROOM: u64 = 128 << 20;
 /// item) takes about 256 MiB: twice the headroom.
 const BIG_CAPACITY: u64 = 172_000_000;
 
-/// Limits the address space of the server behind `con` to its current size plus `HEADROOM`.
+/// Limits the address space of the server behind `con` to its current size plus `HEADROOM`,
+/// once that size has held still for 300 ms (a mapping made and dropped while the replica
+/// settles after its sync would otherwise widen or narrow the headroom by chance).
 fn limit_memory(con: &mut Connection) {
+    let pid = common::info_str(con, "server", "process_id");
+    let mut last = common::proc_vm_bytes(&pid, "VmSize");
+    let mut steady = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while steady < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = common::proc_vm_bytes(&pid, "VmSize");
+        steady = if now == last { steady + 1 } else { 0 };
+        last = now;
+    }
     common::limit_address_space(con, HEADROOM);
 }
 
@@ -205,8 +217,10 @@ const WINDOW_CASES: &[WindowCase] = &[
         name: "growth inside a generation",
         command: "BF.INSERT",
         setup: |p| {
-            // First layer: 25 items; the next one 25 × 6 400 000 = 160 million.
-            let _: String = common::cmd("BF.RESERVE w 0.01 100 WINDOW 3600000 EXPANSION 6400000")
+            // First layer: 25 items; the next one 25 × 25 600 000 = 640 million, about 1.2 GB
+            // (checked on the primary below): far beyond the headroom, so no slack in the
+            // replica's address space can make room for it.
+            let _: String = common::cmd("BF.RESERVE w 0.01 100 WINDOW 3600000 EXPANSION 25600000")
                 .query(p)
                 .unwrap();
             fill_generation(p);

@@ -404,9 +404,12 @@ fn replicas_hold_every_item_through_resync_restart_and_promotion() {
         full_after > full_before,
         "the replica restarted without RDB did a full sync"
     );
+    // Redis says "with master", Valkey "with primary".
+    let log = a.log();
     assert!(
-        a.log()
-            .contains("Successful partial resynchronization with master"),
+        ["master", "primary"]
+            .iter()
+            .any(|p| log.contains(&format!("Successful partial resynchronization with {p}"))),
         "replica log shows the partial resync"
     );
     wait_replicas(&mut pc, 1);

