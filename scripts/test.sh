@@ -115,9 +115,9 @@ step "cargo test (Redis 7.0: everything)" bash -c 'set -o pipefail; cargo test -
 MATRIX_TESTS=(commands cases golden fixtures legacy malformed persistence aof_commands replication crash
   cluster window_cluster operability module_load window window_clock freeing memory_pressure hostile
   heap_allocations)
-# On Valkey one test is left out (docs/testing.md "Servers" says why): name:variable[:skipped].
+# name:variable[:skipped tests].
 for entry in "redis 7.4:REDIS74_SERVER" "redis 8.0:REDIS80_SERVER" "redis 8.6:REDIS86_SERVER" \
-  "valkey 9.1:VALKEY_SERVER:commands_inside_lua_scripts"; do
+  "valkey 9.1:VALKEY_SERVER"; do
   IFS=: read -r name var skip <<<"$entry"
   bin=${!var:-}
   if [ -z "$bin" ]; then

@@ -36,6 +36,17 @@ pub fn redis8() -> bool {
     *IS.get_or_init(|| is_redis8_binary(&super::server_binary()))
 }
 
+/// True when the server under test ([`super::server_binary`]) is Valkey.
+pub fn valkey() -> bool {
+    static IS: OnceLock<bool> = OnceLock::new();
+    *IS.get_or_init(|| {
+        std::process::Command::new(super::server_binary())
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"Valkey server"))
+    })
+}
+
 /// True when `bin --version` names Redis 8 or later.
 pub fn is_redis8_binary(bin: &str) -> bool {
     let Ok(out) = std::process::Command::new(bin).arg("--version").output() else {
