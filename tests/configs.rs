@@ -729,11 +729,5 @@ per_server!(
 
 /// Redis 8.0 (`REDIS80_SERVER`, else a `scripts/` build), skipped with a line when absent.
 fn redis80() -> Option<String> {
-    let found = common::find_server("redis 8.0");
-    if found.is_none() {
-        let msg = "redis-server 8.0 not found (set REDIS80_SERVER), skipped";
-        println!("{msg}");
-        eprintln!("{msg}");
-    }
-    found
+    common::server_or_skip("redis 8.0", "the Redis 8 config cases")
 }

@@ -714,19 +714,11 @@ fn fixture_files_match_sha256sums() {
 /// RedisBloom 8's data set (made by RedisBloom 8.8.0 on Redis 8.0.6, RDB version 12) and a
 /// Redis 8.0 server to load it, when both are here: the folder of the shared reference
 /// recordings (`common::shared_dir`; absent: a SKIP line, a failure with `BF_REQUIRE_SHARED`)
-/// and `common::find_server("redis 8.0")` (absent: a line, a failure with
-/// `BF_REQUIRE_SERVERS`).
+/// and `common::server_or_skip("redis 8.0")`.
 fn redisbloom8_set(test: &str) -> Option<(PathBuf, String)> {
     let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8");
     assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    let Some(bin) = common::find_server("redis 8.0") else {
-        let msg = format!("{test}: redis 8.0 server not found (set REDIS80_SERVER), skipped");
-        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
-        println!("{msg}");
-        eprintln!("{msg}");
-        return None;
-    };
-    Some((dir, bin))
+    Some((dir, common::server_or_skip("redis 8.0", test)?))
 }
 
 #[test]

@@ -40,14 +40,7 @@ const KINDS: [&str; 5] = [
 fn setup(test: &str) -> Option<(PathBuf, String)> {
     let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8/replies");
     assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    let Some(bin) = common::find_server("redis 8.0") else {
-        let msg = format!("{test}: redis 8.0 server not found (set REDIS80_SERVER), skipped");
-        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
-        println!("{msg}");
-        eprintln!("{msg}");
-        return None;
-    };
-    Some((dir, bin))
+    Some((dir, common::server_or_skip("redis 8.0", test)?))
 }
 
 /// A reply as the differences file shows it: printable ASCII with `\r`, `\n`, `\\`, `\t` and

@@ -25,7 +25,7 @@
 mod common;
 mod robust;
 
-use common::{cmd, find_server, scandump, slot_owners, start_cluster_node_on, Server};
+use common::{cmd, scandump, server_or_skip, slot_owners, start_cluster_node_on, Server};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, Value};
 use robust::{cluster_client, cluster_ok, info_field, wait_until};
@@ -79,14 +79,7 @@ fn centre_clock() {
 /// The server binary called `name`, or None after saying the test is skipped (a failure
 /// under `BF_REQUIRE_SERVERS=1`).
 fn require(name: &str) -> Option<String> {
-    let found = find_server(name);
-    if found.is_none() {
-        let msg = format!("{name} server not found: atomic slot migration on it not tested");
-        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
-        println!("{msg}");
-        eprintln!("{msg}");
-    }
-    found
+    server_or_skip(name, "atomic slot migration")
 }
 
 /// The filters that move: slot 3162 (hash tag `asm`), on node 0; plain ones first.

@@ -155,6 +155,24 @@ pub fn find_server(name: &str) -> Option<String> {
         .then_some(bin)
 }
 
+/// [`find_server`], or — when the server is absent — a line on stdout and stderr saying that
+/// `what` is skipped (and which variable names the server) and `None`, the caller returning.
+/// With `BF_REQUIRE_SERVERS=1` (CI) an absent server fails the test instead.
+pub fn server_or_skip(name: &str, what: &str) -> Option<String> {
+    let found = find_server(name);
+    if found.is_none() {
+        let var = OTHER_SERVERS
+            .iter()
+            .find(|s| s.0 == name)
+            .map_or("?", |s| s.1);
+        let msg = format!("{what}: {name} server not found (set {var}), skipped");
+        assert!(std::env::var_os("BF_REQUIRE_SERVERS").is_none(), "{msg}");
+        println!("{msg}");
+        eprintln!("{msg}");
+    }
+    found
+}
+
 /// Every supported server found on this machine, as (name, binary). With `REDIS_SERVER` set,
 /// only that one (named `REDIS_SERVER`): a run on one chosen server, as each step of the
 /// `scripts/test.sh` matrix is, tests that server alone. Otherwise Debian's Redis 7.0
