@@ -60,7 +60,7 @@ pub fn bf_madd(ctx: &Context, args: &[Arg]) -> Reply {
         &key,
         &args[1],
         &args[2..],
-        &Creation::defaults(),
+        &Creation::defaults_in(ctx),
         "BF.MADD",
     )
 }
@@ -97,6 +97,7 @@ fn parse_insert<A: ArgBytes>(
     let mut c = Creation::defaults();
     let mut i = 0;
     let mut expansion: i64 = i64::from(c.expansion);
+    let (mut named_expansion, mut named_nonscaling) = (false, false);
     let mut capacity: i64 = c.capacity as i64;
     loop {
         let Some(tok) = args.get(i).map(ArgBytes::bytes) else {
@@ -126,6 +127,7 @@ fn parse_insert<A: ArgBytes>(
             expansion = parse_i64(v)
                 .filter(|v| !redis8 || u32::try_from(*v).is_ok())
                 .ok_or(Reply::Error("Bad expansion"))?;
+            named_expansion = true;
             i += 2;
         } else if is_keyword(tok, "WINDOW") {
             if c.window_ms != 0 {
@@ -148,6 +150,7 @@ fn parse_insert<A: ArgBytes>(
             i += 1;
         } else if is_keyword(tok, "NONSCALING") {
             c.nonscaling = true;
+            named_nonscaling = true;
             i += 1;
         } else {
             return Err(Reply::Error("Unknown argument received"));
@@ -155,6 +158,16 @@ fn parse_insert<A: ArgBytes>(
     }
     if i >= args.len() && c.generation.is_none() {
         return Err(Reply::WrongArity);
+    }
+    if internal() {
+        // From the primary or an AOF, `bf-expansion-factor 0` does not apply (see
+        // `Creation::defaults_in`): only NONSCALING or EXPANSION 0 make the filter non-scaling.
+        if !named_expansion && expansion == 0 {
+            expansion = i64::from(crate::bloom::chain::DEFAULT_EXPANSION);
+        }
+        if expansion != 0 {
+            c.nonscaling = named_nonscaling;
+        }
     }
     // EXPANSION 0 is non-scaling with growth 0: RedisBloom 8's, so on Redis 8, and from the
     // primary or the AOF on every line (a filter made on Redis 8, replayed elsewhere).

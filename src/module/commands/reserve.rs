@@ -77,9 +77,13 @@ fn parse<A: ArgBytes>(
         window_options(options, redis8, internal(), &mut c)?;
     } else {
         if redis8 {
-            // RedisBloom 8: without options the configured factor applies, 0 = non-scaling.
-            c.expansion = config::expansion_factor();
-            c.nonscaling = c.expansion == 0;
+            // RedisBloom 8: without options the configured factor applies, 0 = non-scaling;
+            // but not 0 from the primary or an AOF (see `Creation::defaults_in`).
+            let factor = config::expansion_factor();
+            if factor != 0 || !internal() {
+                c.expansion = factor;
+                c.nonscaling = factor == 0;
+            }
         }
         plain_options(options, redis8, internal, &mut c)?;
     }

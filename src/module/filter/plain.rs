@@ -102,7 +102,7 @@ pub fn add_to_new<'a>(
     key_name: &Arg,
     item: &'a Arg,
 ) -> Result<Added<'a>, Reply> {
-    let creation = Creation::defaults();
+    let creation = Creation::defaults_in(ctx);
     let mut chain = new_filter(ctx, key_name.as_slice(), "BF.ADD", &creation)?;
     // A new filter's first layer has room for at least one item, so this adds it.
     let h = chain.hash(item.as_slice());

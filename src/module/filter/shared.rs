@@ -7,7 +7,7 @@ use crate::bloom::dump::ChunkError;
 use crate::module::args::Arg;
 use crate::module::config;
 use crate::module::reply::Reply;
-use redis_module::{raw, Context, RedisString};
+use redis_module::{raw, Context, ContextFlags, RedisString};
 use std::borrow::Cow;
 use std::ffi::CStr;
 
@@ -31,7 +31,29 @@ pub struct Creation {
     pub generation: Option<u64>,
 }
 
+/// True when the command runs from the primary's replication stream or an AOF / RDB load
+/// rather than from a client.
+pub fn from_primary_or_aof(ctx: &Context) -> bool {
+    ctx.get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
 impl Creation {
+    /// The implicit creation's defaults for a command running in `ctx`: [`Creation::defaults`],
+    /// except that a command from the primary or an AOF never takes `bf-expansion-factor 0`
+    /// (non-scaling) from this server's config: it gets the default growth (2) and scales.
+    /// What a primary replicates always names its filter's growth; an AOF written by another
+    /// module (or under another config) may not, and a filter that stops growing on replay
+    /// would refuse the adds that follow it, which the original accepted.
+    pub fn defaults_in(ctx: &Context) -> Creation {
+        let mut c = Creation::defaults();
+        if c.nonscaling && from_primary_or_aof(ctx) {
+            c.nonscaling = false;
+            c.expansion = crate::bloom::chain::DEFAULT_EXPANSION;
+        }
+        c
+    }
+
     /// The implicit creation's defaults (the `bf.*` configs): a plain filter.
     pub fn defaults() -> Creation {
         let expansion = config::expansion();

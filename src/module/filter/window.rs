@@ -147,8 +147,7 @@ pub fn read_generation(ctx: &Context, w: &Window) -> u64 {
 /// True for a command replicated from the primary or replayed from the AOF: it must not read
 /// the clock, and may carry `GENERATION`.
 pub fn internal(ctx: &Context) -> bool {
-    ctx.get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+    super::shared::from_primary_or_aof(ctx)
 }
 
 /// Parses a window length: a strict integer ≥ 1.

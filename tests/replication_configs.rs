@@ -1,0 +1,157 @@
+//! Replication and AOF replay must not depend on the replica's (or the replaying server's)
+//! `bf.expansion-factor`: a primary replicates an implicit creation as `BF.INSERT … EXPANSION x
+//! ITEMS …`, a Redis 8 `BF.RESERVE` without `EXPANSION` with it spelled out, and a
+//! `BF.RESERVE … EXPANSION x` as sent. A replica or a replay whose factor is 0 (non-scaling
+//! filters by default, and on Redis 8 "Nonscaling filters cannot expand" for a client's
+//! `EXPANSION x`) must still build the primary's filter: same `BF.INFO`, same digest, every
+//! item the primary holds. On every server of `common::servers()`.
+
+mod common;
+
+use common::{cmd, Server};
+use std::time::{Duration, Instant};
+
+/// The keys the primary writes, each with the command creating it, and the items added after.
+const CREATIONS: &[(&str, &str)] = &[
+    ("implicit-add", "BF.ADD implicit-add seed"),
+    ("implicit-insert", "BF.INSERT implicit-insert ITEMS seed"),
+    (
+        "insert-error",
+        "BF.INSERT insert-error ERROR 0.9 ITEMS seed",
+    ),
+    ("reserve-plain", "BF.RESERVE reserve-plain 0.01 100"),
+    (
+        "reserve-expansion",
+        "BF.RESERVE reserve-expansion 0.01 100 EXPANSION 3",
+    ),
+];
+
+fn info(con: &mut redis::Connection, key: &str) -> String {
+    let v: redis::RedisResult<redis::Value> = cmd("BF.INFO").arg(key).query(con);
+    common::reply_text(&v)
+}
+
+fn digest(con: &mut redis::Connection, key: &str) -> String {
+    let v: redis::RedisResult<redis::Value> = cmd("DEBUG DIGEST-VALUE").arg(key).query(con);
+    common::reply_text(&v)
+}
+
+#[test]
+fn a_replica_with_expansion_factor_0_builds_the_primarys_filters() {
+    for (name, bin) in common::servers() {
+        replica_with_factor_0(name, &bin);
+    }
+}
+
+fn replica_with_factor_0(name: &str, bin: &str) {
+    let primary = Server::start_on(bin, &[], &[("bf.expansion-factor", "2")]);
+    let pport = primary.port.to_string();
+    let replica = Server::start_on(
+        &bin,
+        &[],
+        &[
+            ("bf.expansion-factor", "0"),
+            ("replicaof 127.0.0.1", pport.as_str()),
+        ],
+    );
+    let mut p = primary.conn();
+    let mut r = replica.conn();
+    let t0 = Instant::now();
+    loop {
+        let s: String = cmd("INFO replication").query(&mut r).unwrap();
+        if s.contains("master_link_status:up") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "replica link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for (_, line) in CREATIONS {
+        let _: redis::Value = cmd(line).query(&mut p).unwrap();
+    }
+    // 300 items: every filter of capacity 100 has to scale on the primary.
+    for (key, _) in CREATIONS {
+        for i in 0..300 {
+            let _: redis::Value = cmd("BF.ADD")
+                .arg(*key)
+                .arg(format!("item{i}"))
+                .query(&mut p)
+                .unwrap();
+        }
+    }
+    let _: i64 = cmd("WAIT 1 5000").query(&mut p).unwrap();
+    let mut wrong = Vec::new();
+    for (key, line) in CREATIONS {
+        let (pi, ri) = (info(&mut p, key), info(&mut r, key));
+        if pi != ri {
+            wrong.push(format!("{line}: BF.INFO primary {pi}, replica {ri}"));
+        }
+        let (pd, rd) = (digest(&mut p, key), digest(&mut r, key));
+        if pd != rd {
+            wrong.push(format!(
+                "{line}: DEBUG DIGEST-VALUE primary {pd}, replica {rd}"
+            ));
+        }
+        let items: Vec<String> = (0..300).map(|i| format!("item{i}")).collect();
+        let held: redis::RedisResult<Vec<i64>> =
+            cmd("BF.MEXISTS").arg(*key).arg(&items).query(&mut r);
+        let missing = held.map(|v| v.iter().filter(|&&x| x != 1).count());
+        if missing != Ok(0) {
+            wrong.push(format!(
+                "{line}: replica misses {missing:?} of the 300 items"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{name}: replica differs:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_aof_written_with_factor_2_replays_the_same_on_a_server_with_factor_0() {
+    for (name, bin) in common::servers() {
+        aof_replay_with_factor_0(name, &bin);
+    }
+}
+
+fn aof_replay_with_factor_0(name: &str, bin: &str) {
+    let mut extra = common::AOF_NO_PREAMBLE.to_vec();
+    extra.push(("bf.expansion-factor", "2"));
+    let mut s = Server::start_on(bin, &[], &extra);
+    let mut con = s.conn();
+    let items: Vec<String> = (0..300).map(|i| format!("item{i}")).collect();
+    let mut before = Vec::new();
+    for (key, line) in CREATIONS {
+        let _: redis::Value = cmd(line).query(&mut con).unwrap();
+        for item in &items {
+            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut con).unwrap();
+        }
+        before.push((info(&mut con, key), digest(&mut con, key)));
+    }
+    drop(con);
+    s.restart(&[("bf.expansion-factor", "0")]);
+    let mut con = s.conn();
+    let mut wrong = Vec::new();
+    for ((key, line), (pi, pd)) in CREATIONS.iter().zip(&before) {
+        let (ai, ad) = (info(&mut con, key), digest(&mut con, key));
+        if (&ai, &ad) != (pi, pd) {
+            wrong.push(format!(
+                "{line}: before {pi} {pd}, after the replay {ai} {ad}"
+            ));
+        }
+        let held: redis::RedisResult<Vec<i64>> =
+            cmd("BF.MEXISTS").arg(*key).arg(&items).query(&mut con);
+        let missing = held.map(|v| v.iter().filter(|&&x| x != 1).count());
+        if missing != Ok(0) {
+            wrong.push(format!(
+                "{line}: the replay misses {missing:?} of the 300 items"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{name}: AOF replay differs:\n{}",
+        wrong.join("\n")
+    );
+}
