@@ -47,7 +47,7 @@ fn replica_with_factor_0(name: &str, bin: &str) {
     let primary = Server::start_on(bin, &[], &[("bf.expansion-factor", "2")]);
     let pport = primary.port.to_string();
     let replica = Server::start_on(
-        &bin,
+        bin,
         &[],
         &[
             ("bf.expansion-factor", "0"),
