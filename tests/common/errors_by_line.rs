@@ -66,6 +66,8 @@ pub fn is_redis8_binary(bin: &str) -> bool {
 macro_rules! by_line {
     ($($name:ident = $rb28:literal, $rb8:literal;)*) => {
         $(pub const $name: ByLine = ByLine { rb28: $rb28, rb8: $rb8 };)*
+        /// Every entry of the table.
+        pub const ALL: &[&ByLine] = &[$(&$name),*];
     };
 }
 
@@ -84,4 +86,38 @@ by_line! {
     INSERT_ERROR_RANGE = "Bad argument received", "Bad error rate";
     INSERT_CAPACITY_RANGE = "Bad argument received", "Bad capacity";
     INSERT_EXPANSION_RANGE = "Bad argument received", "Bad expansion";
+}
+
+/// `text` (replies as redis-cli prints them, written for RedisBloom 2.8) as the server under
+/// test answers: on Redis 8 each `(error) <2.8 text>` line whose 2.8 text has one Redis 8 form
+/// in [`ALL`] becomes that form; elsewhere `text` unchanged.
+pub fn for_server_line(text: &str) -> String {
+    if !redis8() {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let rb8: Vec<&str> = body
+            .strip_prefix("(error) ")
+            .map(|e| {
+                let mut v: Vec<&str> = ALL
+                    .iter()
+                    .filter(|b| b.rb28 == e && b.rb8 != e)
+                    .map(|b| b.rb8)
+                    .collect();
+                v.dedup();
+                v
+            })
+            .unwrap_or_default();
+        match rb8.as_slice() {
+            [one] => {
+                out.push_str("(error) ");
+                out.push_str(one);
+                out.push_str(&line[body.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
