@@ -31,6 +31,17 @@ fn info(con: &mut redis::Connection, key: &str) -> String {
     common::reply_text(&v)
 }
 
+/// The 300 items every test adds to each filter after creating it.
+fn items() -> Vec<String> {
+    (0..300).map(|i| format!("item{i}")).collect()
+}
+
+/// How many of `items` BF.MEXISTS on `key` does not find (a false negative each).
+fn missing(con: &mut redis::Connection, key: &str, items: &[String]) -> redis::RedisResult<usize> {
+    let held: Vec<i64> = cmd("BF.MEXISTS").arg(key).arg(items).query(con)?;
+    Ok(held.iter().filter(|&&x| x != 1).count())
+}
+
 fn digest(con: &mut redis::Connection, key: &str) -> String {
     let v: redis::RedisResult<redis::Value> = cmd("DEBUG DIGEST-VALUE").arg(key).query(con);
     common::reply_text(&v)
@@ -69,13 +80,10 @@ fn replica_with_factor_0(name: &str, bin: &str) {
         let _: redis::Value = cmd(line).query(&mut p).unwrap();
     }
     // 300 items: every filter of capacity 100 has to scale on the primary.
+    let items = items();
     for (key, _) in CREATIONS {
-        for i in 0..300 {
-            let _: redis::Value = cmd("BF.ADD")
-                .arg(*key)
-                .arg(format!("item{i}"))
-                .query(&mut p)
-                .unwrap();
+        for item in &items {
+            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut p).unwrap();
         }
     }
     let _: i64 = cmd("WAIT 1 5000").query(&mut p).unwrap();
@@ -91,10 +99,7 @@ fn replica_with_factor_0(name: &str, bin: &str) {
                 "{line}: DEBUG DIGEST-VALUE primary {pd}, replica {rd}"
             ));
         }
-        let items: Vec<String> = (0..300).map(|i| format!("item{i}")).collect();
-        let held: redis::RedisResult<Vec<i64>> =
-            cmd("BF.MEXISTS").arg(*key).arg(&items).query(&mut r);
-        let missing = held.map(|v| v.iter().filter(|&&x| x != 1).count());
+        let missing = missing(&mut r, key, &items);
         if missing != Ok(0) {
             wrong.push(format!(
                 "{line}: replica misses {missing:?} of the 300 items"
@@ -120,7 +125,7 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
     extra.push(("bf.expansion-factor", "2"));
     let mut s = Server::start_on(bin, &[], &extra);
     let mut con = s.conn();
-    let items: Vec<String> = (0..300).map(|i| format!("item{i}")).collect();
+    let items = items();
     let mut before = Vec::new();
     for (key, line) in CREATIONS {
         let _: redis::Value = cmd(line).query(&mut con).unwrap();
@@ -140,9 +145,7 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
                 "{line}: before {pi} {pd}, after the replay {ai} {ad}"
             ));
         }
-        let held: redis::RedisResult<Vec<i64>> =
-            cmd("BF.MEXISTS").arg(*key).arg(&items).query(&mut con);
-        let missing = held.map(|v| v.iter().filter(|&&x| x != 1).count());
+        let missing = missing(&mut con, key, &items);
         if missing != Ok(0) {
             wrong.push(format!(
                 "{line}: the replay misses {missing:?} of the 300 items"
