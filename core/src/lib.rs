@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 pub mod chain;
+pub mod cuckoo;
 pub mod dump;
 pub mod hash;
 pub mod layer;
@@ -49,6 +50,7 @@ pub mod rdb;
 pub mod window;
 
 pub use chain::{AddError, AddOutcome, Chain};
+pub use cuckoo::Cuckoo;
 pub use hash::HashPair;
 pub use window::{Window, WindowAdd};
 

@@ -1,0 +1,340 @@
+//! `CF.SCANDUMP` / `CF.LOADCHUNK` of a cuckoo filter (`docs/format.md` ("Cuckoo SCANDUMP")):
+//! a 38-byte packed little-endian header for iterator 0, then the sub-filters' tables as
+//! chunks addressed by a 1-based byte position over all tables laid end to end.
+//!
+//! Header: items u64, buckets u64, deletes u64, sub-filters u64, bucket size u16,
+//! max iterations u16, expansion u16.
+
+use super::{Cuckoo, SubFilter, MAX_BUCKETS, MAX_SUB_FILTERS};
+
+/// Bytes of the header.
+pub const HEADER_BYTES: usize = 38;
+/// Largest chunk SCANDUMP returns, in bytes (16 MiB). A sub-filter at most this big is
+/// returned whole, whatever the position inside it.
+pub const MAX_CHUNK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What `CF.SCANDUMP key pos` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan<'a> {
+    /// Position 0: `[1, header]`.
+    Header([u8; HEADER_BYTES]),
+    /// `[next, bytes]`.
+    Chunk(i64, &'a [u8]),
+    /// `[0, nil]`: past the last sub-filter, or a filter with no items (even at position 0).
+    End,
+}
+
+/// Encodes the header of `cf`.
+pub fn encode_header(cf: &Cuckoo) -> [u8; HEADER_BYTES] {
+    let mut out = [0u8; HEADER_BYTES];
+    out[0..8].copy_from_slice(&cf.items.to_le_bytes());
+    out[8..16].copy_from_slice(&cf.buckets.to_le_bytes());
+    out[16..24].copy_from_slice(&cf.deletes.to_le_bytes());
+    out[24..32].copy_from_slice(&(cf.filters.len() as u64).to_le_bytes());
+    out[32..34].copy_from_slice(&cf.bucket_size.to_le_bytes());
+    out[34..36].copy_from_slice(&cf.max_iterations.to_le_bytes());
+    out[36..38].copy_from_slice(&cf.expansion.to_le_bytes());
+    out
+}
+
+/// The fields of a header, as sent (before any validation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Items.
+    pub items: u64,
+    /// Buckets of the first sub-filter.
+    pub buckets: u64,
+    /// Deletions since the last compaction.
+    pub deletes: u64,
+    /// Sub-filters, as sent (64 bits).
+    pub filters: u64,
+    /// Bucket size.
+    pub bucket_size: u16,
+    /// Max iterations.
+    pub max_iterations: u16,
+    /// Expansion.
+    pub expansion: u16,
+}
+
+/// Parses a header: None unless exactly [`HEADER_BYTES`] long (`Invalid header`).
+pub fn parse_header(data: &[u8]) -> Option<Header> {
+    if data.len() != HEADER_BYTES {
+        return None;
+    }
+    let u64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&data[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    let u16_at = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]);
+    Some(Header {
+        items: u64_at(0),
+        buckets: u64_at(8),
+        deletes: u64_at(16),
+        filters: u64_at(24),
+        bucket_size: u16_at(32),
+        max_iterations: u16_at(34),
+        expansion: u16_at(36),
+    })
+}
+
+/// Limits a header must meet, which differ between RedisBloom lines (the module passes its
+/// server line's): the ranges of bucket size, max iterations, expansion and sub-filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderLimits {
+    /// Largest expansion accepted (RedisBloom 8: 32768; 2.8: any 16-bit value).
+    pub max_expansion: u16,
+}
+
+/// Builds the empty filter a header describes (`CF.LOADCHUNK key 1 header`): its tables
+/// zeroed (lazily), to be filled by [`apply_chunk`]. The sub-filter count is read as
+/// RedisBloom stores it, in 16 bits; sub-filter `i` has `buckets × expansion^i` buckets.
+/// The counters are taken as sent.
+///
+/// Errors (`Couldn't create filter!`, nothing allocated that stays): bucket size outside
+/// 1–255, max iterations 0, expansion above the limit, 0 sub-filters, several with
+/// expansion 0, a bucket count of 0, above 2^56 or not a power of two, a sub-filter's bucket
+/// count past 2^56, tables above `max_bytes` in all, or an allocation failure.
+pub fn decode_header(h: &Header, limits: HeaderLimits, max_bytes: u64) -> Option<Cuckoo> {
+    let filters = usize::from(h.filters as u16);
+    if h.bucket_size == 0
+        || h.bucket_size > super::MAX_BUCKET_SIZE
+        || h.max_iterations == 0
+        || h.expansion > limits.max_expansion
+        || filters == 0
+        || filters > MAX_SUB_FILTERS
+        || (h.expansion == 0 && filters > 1)
+        || h.buckets == 0
+        || h.buckets > MAX_BUCKETS
+        || !h.buckets.is_power_of_two()
+    {
+        return None;
+    }
+    let mut cf = Cuckoo {
+        buckets: h.buckets,
+        items: h.items,
+        deletes: h.deletes,
+        bucket_size: h.bucket_size,
+        max_iterations: h.max_iterations,
+        expansion: h.expansion,
+        filters: Vec::new(),
+    };
+    let mut total: u64 = 0;
+    let mut sizes = Vec::new();
+    for i in 0..filters {
+        let buckets = cf.buckets_of(i)?;
+        let bytes = buckets.checked_mul(u64::from(h.bucket_size))?;
+        total = total.checked_add(bytes)?;
+        if total > max_bytes {
+            return None;
+        }
+        sizes.try_reserve(1).ok()?;
+        sizes.push(buckets);
+    }
+    cf.filters.try_reserve_exact(filters).ok()?;
+    for buckets in sizes {
+        cf.filters
+            .push(SubFilter::new(buckets, h.bucket_size).ok()?);
+    }
+    Some(cf)
+}
+
+/// What `CF.SCANDUMP key pos` answers for `cf` (see [`Scan`]): at `pos` ≥ 1 the sub-filter
+/// holding byte `pos - 1` of the tables laid end to end — whole, with next `pos + its size`,
+/// when it is at most [`MAX_CHUNK_BYTES`]; else up to that many bytes from `pos - 1`.
+/// A position before the start (negative) counts as inside the first sub-filter.
+pub fn scan(cf: &Cuckoo, pos: i64) -> Scan<'_> {
+    if cf.items == 0 {
+        return Scan::End;
+    }
+    if pos == 0 {
+        return Scan::Header(encode_header(cf));
+    }
+    let mut offset = i128::from(pos) - 1;
+    for f in &cf.filters {
+        let size = i128::from(f.bytes());
+        if offset < size {
+            if size <= i128::from(MAX_CHUNK_BYTES) {
+                return match i64::try_from(i128::from(pos) + size) {
+                    Ok(next) => Scan::Chunk(next, &f.data),
+                    Err(_) => Scan::End,
+                };
+            }
+            if offset < 0 {
+                return Scan::End;
+            }
+            let n = (size - offset).min(i128::from(MAX_CHUNK_BYTES));
+            let start = offset as usize;
+            return match i64::try_from(i128::from(pos) + n) {
+                Ok(next) => Scan::Chunk(next, &f.data[start..start + n as usize]),
+                Err(_) => Scan::End,
+            };
+        }
+        offset -= size;
+    }
+    Scan::End
+}
+
+/// Writes a chunk (`CF.LOADCHUNK key pos data`, `pos` ≥ 2 being the position SCANDUMP gave
+/// with it, i.e. one past its last byte): its bytes go to positions `pos - len - 1 ..` of the
+/// tables laid end to end. As RedisBloom, a start past the last sub-filter is taken relative
+/// to the last one.
+///
+/// Errors (`Couldn't load chunk!`, nothing written): an empty chunk, a start before the first
+/// byte, or a chunk that runs past the end of the sub-filter it starts in.
+pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ()> {
+    if data.is_empty() {
+        return Err(());
+    }
+    let len = data.len() as i128;
+    let mut offset = i128::from(pos) - len - 1;
+    let n = cf.filters.len();
+    let mut at = n.saturating_sub(1);
+    for (i, f) in cf.filters.iter().enumerate() {
+        let size = i128::from(f.bytes());
+        if offset < size {
+            at = i;
+            break;
+        }
+        offset -= size;
+    }
+    let f = cf.filters.get_mut(at).ok_or(())?;
+    if offset < 0 || i128::from(f.bytes()) < offset + len {
+        return Err(());
+    }
+    let start = offset as usize;
+    f.data[start..start + data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cuckoo, Insert};
+    use super::*;
+
+    fn limits() -> HeaderLimits {
+        HeaderLimits {
+            max_expansion: 32768,
+        }
+    }
+
+    #[test]
+    fn walk_and_reload_give_the_same_filter() {
+        let mut cf = Cuckoo::new(64, 2, 20, 2, u64::MAX).unwrap();
+        for i in 0..400u32 {
+            assert_eq!(
+                cf.insert(format!("w{i}").as_bytes(), false, u64::MAX),
+                Insert::Inserted
+            );
+        }
+        let Scan::Header(h) = scan(&cf, 0) else {
+            panic!()
+        };
+        let mut copy = decode_header(&parse_header(&h).unwrap(), limits(), u64::MAX).unwrap();
+        let mut pos = 1;
+        loop {
+            match scan(&cf, pos) {
+                Scan::Chunk(next, data) => {
+                    apply_chunk(&mut copy, next, data).unwrap();
+                    pos = next;
+                }
+                Scan::End => break,
+                Scan::Header(_) => panic!(),
+            }
+        }
+        assert_eq!(copy, cf);
+    }
+
+    #[test]
+    fn scan_positions_inside_a_small_sub_filter_return_it_whole() {
+        let mut cf = Cuckoo::new(20, 2, 20, 1, u64::MAX).unwrap();
+        cf.insert(b"a", false, u64::MAX);
+        // 16 buckets x 2 = 32 bytes.
+        for (pos, next) in [(1, 33), (2, 34), (32, 64), (-1, 31)] {
+            match scan(&cf, pos) {
+                Scan::Chunk(n, d) => assert_eq!((n, d.len()), (next, 32), "{pos}"),
+                other => panic!("{pos}: {other:?}"),
+            }
+        }
+        assert_eq!(scan(&cf, 33), Scan::End);
+        let empty = Cuckoo::new(20, 2, 20, 1, u64::MAX).unwrap();
+        assert_eq!(scan(&empty, 0), Scan::End);
+    }
+
+    #[test]
+    fn bad_headers_are_refused() {
+        let cf = Cuckoo::new(1024, 2, 20, 1, u64::MAX).unwrap();
+        let good = parse_header(&encode_header(&cf)).unwrap();
+        assert!(decode_header(&good, limits(), u64::MAX).is_some());
+        let cases: &[(&str, Header)] = &[
+            ("buckets 3", Header { buckets: 3, ..good }),
+            ("buckets 0", Header { buckets: 0, ..good }),
+            (
+                "buckets 2^56",
+                Header {
+                    buckets: 1 << 56,
+                    ..good
+                },
+            ),
+            (
+                "bucket size 0",
+                Header {
+                    bucket_size: 0,
+                    ..good
+                },
+            ),
+            (
+                "bucket size 256",
+                Header {
+                    bucket_size: 256,
+                    ..good
+                },
+            ),
+            (
+                "max iterations 0",
+                Header {
+                    max_iterations: 0,
+                    ..good
+                },
+            ),
+            ("no sub-filters", Header { filters: 0, ..good }),
+            (
+                "two, non-scaling",
+                Header {
+                    filters: 2,
+                    expansion: 0,
+                    ..good
+                },
+            ),
+            (
+                "expansion 32769",
+                Header {
+                    expansion: 32769,
+                    ..good
+                },
+            ),
+        ];
+        for (what, h) in cases {
+            assert!(decode_header(h, limits(), u64::MAX).is_none(), "{what}");
+        }
+        assert!(
+            decode_header(&good, limits(), 1023).is_none(),
+            "over the budget"
+        );
+        assert!(parse_header(&[0u8; 37]).is_none());
+    }
+
+    #[test]
+    fn chunks_outside_their_sub_filter_are_refused() {
+        let mut cf = Cuckoo::new(20, 2, 20, 1, u64::MAX).unwrap();
+        let before = cf.clone();
+        for (pos, len) in [(33, 0), (1, 1), (34, 33), (40, 10)] {
+            assert!(
+                apply_chunk(&mut cf, pos, &vec![7u8; len]).is_err(),
+                "{pos} {len}"
+            );
+        }
+        assert_eq!(cf, before);
+        assert!(apply_chunk(&mut cf, 33, &[1u8; 32]).is_ok());
+    }
+}

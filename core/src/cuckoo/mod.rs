@@ -1,0 +1,613 @@
+//! Cuckoo filters (`CF.*`, data type `MBbloomCF`): a chain of sub-filters of buckets of
+//! one-byte fingerprints, which — unlike a Bloom filter — can delete an item
+//! (`docs/format.md` ("Cuckoo filters")).
+//!
+//! Everything here reproduces RedisBloom's cuckoo filter decision for decision, so that the
+//! same commands leave the same bytes (and a replica or an AOF replay ends byte-identical
+//! without rewriting commands):
+//!
+//! - **Hashing**: one 64-bit MurmurHash64A of the item with seed 0 ([`hash`]). The fingerprint
+//!   is `hash % 255 + 1` (1–255; 0 marks an empty slot), the first bucket index `h1 = hash`,
+//!   the alternate `h2 = h1 ^ (fp × 0x5bd1e995)` ([`alt_index`]). In a sub-filter of `n`
+//!   buckets (a power of two) the buckets are `h1 % n` and `h2 % n`, so the alternate of the
+//!   alternate is the first again, in every sub-filter.
+//! - **Insertion** ([`Cuckoo::insert`]): the first empty slot of bucket `h1`, then of `h2`, in
+//!   the newest sub-filter first, then older ones; failing that, evictions in the newest
+//!   sub-filter ([`MAX_ITERATIONS` at most]: the victim is slot 0 of bucket `h1`, then the
+//!   slot after the previous victim's, in each bucket visited); if none finds room they are
+//!   undone in reverse and, unless the filter is non-scaling (expansion 0), a new sub-filter
+//!   of `buckets × expansion^i` buckets is added and the insertion starts over.
+//! - **Deletion** ([`Cuckoo::delete`]): one copy of the fingerprint, newest sub-filter first,
+//!   bucket `h1` before `h2`, first matching slot; after it, when there are several
+//!   sub-filters and deletions exceed 10 % of the items, a compaction that stops at the
+//!   first sub-filter it cannot empty.
+//! - **Compaction** ([`Cuckoo::compact`]): from the newest sub-filter down to the second,
+//!   each fingerprint is moved to the first free slot its buckets have in an older
+//!   sub-filter (oldest first); a newest sub-filter left empty is freed.
+//!
+//! Sizes: a filter made for capacity `c` with bucket size `b` has `next_pow2(c / b)` buckets
+//! in its first sub-filter (at least 1); each sub-filter is `buckets × b` bytes.
+
+pub mod dump;
+pub mod rdb;
+
+use crate::hash::murmur64a;
+use crate::layer::try_zeroed;
+
+/// Default bucket size (fingerprints per bucket) of `CF.RESERVE` and auto-created filters.
+pub const DEFAULT_BUCKET_SIZE: u16 = 2;
+/// Default number of evictions an insertion tries before the filter grows.
+pub const DEFAULT_MAX_ITERATIONS: u16 = 20;
+/// Default expansion: each new sub-filter has as many buckets as the first.
+pub const DEFAULT_EXPANSION: u16 = 1;
+/// Default capacity of an auto-created filter (`CF.ADD`, `CF.INSERT` without `CAPACITY`).
+pub const DEFAULT_CAPACITY: u64 = 1024;
+/// Largest bucket size (a sub-filter's bucket size is one byte).
+pub const MAX_BUCKET_SIZE: u16 = 255;
+/// Largest expansion `CF.RESERVE` accepts.
+pub const MAX_EXPANSION: u16 = 32768;
+/// Largest bucket count of one sub-filter (56 bits, RedisBloom's limit).
+pub const MAX_BUCKETS: u64 = (1 << 56) - 1;
+/// The multiplier of the alternate-bucket formula.
+pub const ALT_MULTIPLIER: u64 = 0x5bd1e995;
+/// Bytes of the filter's own record in the memory figure (RedisBloom's struct).
+pub const FILTER_RECORD_BYTES: u64 = 40;
+/// Bytes per sub-filter record in the memory figure (RedisBloom's struct).
+pub const SUB_FILTER_RECORD_BYTES: u64 = 16;
+/// A filter never has more sub-filters than this (its count is 16 bits wide in RedisBloom).
+pub const MAX_SUB_FILTERS: usize = u16::MAX as usize;
+
+/// The 64-bit hash of an item: MurmurHash64A with seed 0.
+pub fn hash(item: &[u8]) -> u64 {
+    murmur64a(item, 0)
+}
+
+/// The alternate bucket index of a fingerprint in bucket `index` (before reduction modulo
+/// the sub-filter's bucket count).
+#[inline]
+pub fn alt_index(fp: u8, index: u64) -> u64 {
+    index ^ (u64::from(fp).wrapping_mul(ALT_MULTIPLIER))
+}
+
+/// What one item looks up: its fingerprint and both bucket indexes (not yet reduced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lookup {
+    /// Fingerprint, 1–255.
+    pub fp: u8,
+    /// First bucket index.
+    pub h1: u64,
+    /// Alternate bucket index.
+    pub h2: u64,
+}
+
+impl Lookup {
+    /// The lookup of an item.
+    pub fn of(item: &[u8]) -> Lookup {
+        Lookup::from_hash(hash(item))
+    }
+
+    /// The lookup of a 64-bit [`hash`].
+    pub fn from_hash(hash: u64) -> Lookup {
+        let fp = (hash % 255 + 1) as u8;
+        Lookup {
+            fp,
+            h1: hash,
+            h2: alt_index(fp, hash),
+        }
+    }
+}
+
+/// One sub-filter: `buckets` buckets of the filter's bucket size, one byte per slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubFilter {
+    /// Number of buckets (a power of two).
+    pub buckets: u64,
+    /// The slots, bucket after bucket: `buckets × bucket_size` bytes, 0 = empty.
+    pub data: Box<[u8]>,
+}
+
+impl SubFilter {
+    /// A zeroed sub-filter (allocated lazily zeroed: no time spent writing it).
+    ///
+    /// Errors: [`CuckooError::OutOfMemory`] when the table does not fit in memory.
+    pub fn new(buckets: u64, bucket_size: u16) -> Result<SubFilter, CuckooError> {
+        let bytes = buckets
+            .checked_mul(u64::from(bucket_size))
+            .ok_or(CuckooError::OutOfMemory)?;
+        let data = try_zeroed(bytes).map_err(|_| CuckooError::OutOfMemory)?;
+        Ok(SubFilter { buckets, data })
+    }
+
+    /// Bytes of its table.
+    pub fn bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// Whether every slot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.data.iter().all(|&b| b == 0)
+    }
+
+    /// Bucket `index` reduced to this sub-filter: `index % buckets` (a mask for the power
+    /// of two every filter made by a command has; a header loaded by `CF.LOADCHUNK` may give
+    /// other counts, which RedisBloom reduces by division, and so do we).
+    #[inline]
+    pub fn reduce(&self, index: u64) -> u64 {
+        if self.buckets.is_power_of_two() {
+            index & (self.buckets - 1)
+        } else {
+            index % self.buckets
+        }
+    }
+
+    #[inline]
+    fn bucket_start(&self, index: u64, bucket_size: usize) -> usize {
+        (self.reduce(index) as usize) * bucket_size
+    }
+
+    #[inline]
+    fn bucket(&self, index: u64, bucket_size: usize) -> &[u8] {
+        let s = self.bucket_start(index, bucket_size);
+        &self.data[s..s + bucket_size]
+    }
+
+    /// Index in `data` of the first empty slot of bucket `h1`, else of `h2`.
+    fn free_slot(&self, l: &Lookup, bucket_size: usize) -> Option<usize> {
+        for h in [l.h1, l.h2] {
+            let s = self.bucket_start(h, bucket_size);
+            if let Some(i) = self.data[s..s + bucket_size].iter().position(|&b| b == 0) {
+                return Some(s + i);
+            }
+        }
+        None
+    }
+
+    fn has(&self, l: &Lookup, bucket_size: usize) -> bool {
+        self.bucket(l.h1, bucket_size).contains(&l.fp)
+            || self.bucket(l.h2, bucket_size).contains(&l.fp)
+    }
+
+    fn count(&self, l: &Lookup, bucket_size: usize) -> u64 {
+        let c = |h| {
+            self.bucket(h, bucket_size)
+                .iter()
+                .filter(|&&b| b == l.fp)
+                .count() as u64
+        };
+        c(l.h1) + c(l.h2)
+    }
+
+    /// Clears the first slot holding the fingerprint, bucket `h1` before `h2`.
+    fn remove(&mut self, l: &Lookup, bucket_size: usize) -> bool {
+        for h in [l.h1, l.h2] {
+            let s = self.bucket_start(h, bucket_size);
+            if let Some(i) = self.data[s..s + bucket_size]
+                .iter()
+                .position(|&b| b == l.fp)
+            {
+                self.data[s + i] = 0;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// What an insertion did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    /// Stored (reply 1).
+    Inserted,
+    /// `ADDNX` / `INSERTNX` only: the item may already be there; nothing changed (reply 0).
+    Exists,
+    /// No room and the filter cannot grow (non-scaling): `Filter is full` / element `-1`.
+    /// Nothing changed (the evictions tried were undone).
+    Full,
+    /// A new sub-filter was needed but is over the memory budget, cannot be allocated, or
+    /// would exceed the limits (56-bit bucket count, 65 535 sub-filters)
+    /// (`Memory allocation failure`). Nothing changed.
+    CannotGrow,
+}
+
+/// Why a filter could not be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CuckooError {
+    /// Its table is over the memory budget or cannot be allocated.
+    OutOfMemory,
+}
+
+/// A cuckoo filter: its parameters, counters and sub-filters (oldest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cuckoo {
+    /// Buckets of the first sub-filter (a power of two).
+    pub buckets: u64,
+    /// Items stored (insertions minus deletions).
+    pub items: u64,
+    /// Deletions since the last compaction.
+    pub deletes: u64,
+    /// Fingerprints per bucket, 1–255.
+    pub bucket_size: u16,
+    /// Evictions an insertion tries in the newest sub-filter before it grows.
+    pub max_iterations: u16,
+    /// Growth factor of the bucket count per sub-filter (a power of two, or 0: non-scaling).
+    pub expansion: u16,
+    /// The sub-filters, oldest first; never empty.
+    pub filters: Vec<SubFilter>,
+}
+
+/// The smallest power of two ≥ `n`, with RedisBloom's edge cases: 0 for 0 and for values
+/// above 2^63.
+pub fn next_pow2(n: u64) -> u64 {
+    let mut v = n.wrapping_sub(1);
+    v |= v >> 1;
+    v |= v >> 2;
+    v |= v >> 4;
+    v |= v >> 8;
+    v |= v >> 16;
+    v |= v >> 32;
+    v.wrapping_add(1)
+}
+
+/// Buckets of the first sub-filter of a filter made for `capacity` with `bucket_size`:
+/// `next_pow2(capacity / bucket_size)`, at least 1.
+pub fn buckets_for(capacity: u64, bucket_size: u16) -> u64 {
+    next_pow2(capacity / u64::from(bucket_size.max(1))).max(1)
+}
+
+impl Cuckoo {
+    /// A new filter (`CF.RESERVE`, auto-creation): one empty sub-filter of
+    /// [`buckets_for`]`(capacity, bucket_size)` buckets; `expansion` is rounded up to a
+    /// power of two (0 stays 0). The caller validates the arguments (bucket size 1–255,
+    /// `capacity ≥ 2 × bucket size`, max iterations ≥ 1).
+    ///
+    /// Errors: [`CuckooError::OutOfMemory`] when the table (bytes) exceeds `max_bytes` or
+    /// cannot be allocated.
+    pub fn new(
+        capacity: u64,
+        bucket_size: u16,
+        max_iterations: u16,
+        expansion: u16,
+        max_bytes: u64,
+    ) -> Result<Cuckoo, CuckooError> {
+        let buckets = buckets_for(capacity, bucket_size);
+        if buckets > MAX_BUCKETS {
+            return Err(CuckooError::OutOfMemory);
+        }
+        let bytes = buckets
+            .checked_mul(u64::from(bucket_size))
+            .ok_or(CuckooError::OutOfMemory)?;
+        if bytes > max_bytes {
+            return Err(CuckooError::OutOfMemory);
+        }
+        let expansion = next_pow2(u64::from(expansion)) as u16;
+        Ok(Cuckoo {
+            buckets,
+            items: 0,
+            deletes: 0,
+            bucket_size,
+            max_iterations,
+            expansion,
+            filters: vec![SubFilter::new(buckets, bucket_size)?],
+        })
+    }
+
+    /// Buckets sub-filter `i` has: `buckets × expansion^i` (None past 56 bits).
+    pub fn buckets_of(&self, i: usize) -> Option<u64> {
+        let mut n = self.buckets;
+        for _ in 0..i {
+            n = n.checked_mul(u64::from(self.expansion))?;
+            if n > MAX_BUCKETS {
+                return None;
+            }
+        }
+        (n > 0 && n <= MAX_BUCKETS).then_some(n)
+    }
+
+    /// Bytes of the next sub-filter growth would add (None when it cannot be added).
+    pub fn next_sub_filter_bytes(&self) -> Option<u64> {
+        if self.filters.len() >= MAX_SUB_FILTERS || self.expansion == 0 {
+            return None;
+        }
+        self.buckets_of(self.filters.len())?
+            .checked_mul(u64::from(self.bucket_size))
+    }
+
+    /// Bytes of all the tables.
+    pub fn table_bytes(&self) -> u64 {
+        self.filters.iter().map(SubFilter::bytes).sum()
+    }
+
+    /// The memory figure RedisBloom reports (`CF.INFO` Size, `MEMORY USAGE`): the tables
+    /// plus 40 bytes for the filter and 16 per sub-filter.
+    pub fn mem_usage(&self) -> u64 {
+        FILTER_RECORD_BYTES
+            + SUB_FILTER_RECORD_BYTES * self.filters.len() as u64
+            + self.table_bytes()
+    }
+
+    /// The total bucket count over all sub-filters.
+    pub fn total_buckets(&self) -> u64 {
+        self.filters.iter().map(|f| f.buckets).sum()
+    }
+
+    /// Whether the item may be in the filter (`CF.EXISTS`).
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_lookup(&Lookup::of(item))
+    }
+
+    /// [`Cuckoo::contains`] of a prepared lookup.
+    pub fn contains_lookup(&self, l: &Lookup) -> bool {
+        let bs = usize::from(self.bucket_size);
+        self.filters.iter().any(|f| f.has(l, bs))
+    }
+
+    /// How many slots hold the item's fingerprint in its two buckets of every sub-filter
+    /// (`CF.COUNT`: an upper bound of the copies added and not deleted).
+    pub fn count(&self, item: &[u8]) -> u64 {
+        self.count_lookup(&Lookup::of(item))
+    }
+
+    /// [`Cuckoo::count`] of a prepared lookup.
+    pub fn count_lookup(&self, l: &Lookup) -> u64 {
+        let bs = usize::from(self.bucket_size);
+        self.filters.iter().map(|f| f.count(l, bs)).sum()
+    }
+
+    /// Adds one copy of the item (`CF.ADD`; `unique`: `CF.ADDNX`, which adds nothing when
+    /// the item may already be there). `max_new_bytes` bounds a sub-filter growth would add.
+    pub fn insert(&mut self, item: &[u8], unique: bool, max_new_bytes: u64) -> Insert {
+        self.insert_lookup(&Lookup::of(item), unique, max_new_bytes)
+    }
+
+    /// [`Cuckoo::insert`] of a prepared lookup.
+    pub fn insert_lookup(&mut self, l: &Lookup, unique: bool, max_new_bytes: u64) -> Insert {
+        if unique && self.contains_lookup(l) {
+            return Insert::Exists;
+        }
+        loop {
+            let bs = usize::from(self.bucket_size);
+            for f in self.filters.iter_mut().rev() {
+                if let Some(i) = f.free_slot(l, bs) {
+                    f.data[i] = l.fp;
+                    self.items += 1;
+                    return Insert::Inserted;
+                }
+            }
+            if self.evict_into_newest(l) {
+                self.items += 1;
+                return Insert::Inserted;
+            }
+            if self.expansion == 0 {
+                return Insert::Full;
+            }
+            match self.next_sub_filter_bytes() {
+                Some(b) if b <= max_new_bytes => {}
+                _ => return Insert::CannotGrow,
+            }
+            let buckets = self.buckets_of(self.filters.len()).unwrap_or(0);
+            if self.filters.try_reserve(1).is_err() {
+                return Insert::CannotGrow;
+            }
+            match SubFilter::new(buckets, self.bucket_size) {
+                Ok(f) => self.filters.push(f),
+                Err(_) => return Insert::CannotGrow,
+            }
+        }
+    }
+
+    /// The eviction walk in the newest sub-filter; on failure every swap is undone, so the
+    /// sub-filter is as before.
+    fn evict_into_newest(&mut self, l: &Lookup) -> bool {
+        let bs = u64::from(self.bucket_size);
+        let iterations = self.max_iterations;
+        let Some(f) = self.filters.last_mut() else {
+            return false;
+        };
+        let mut fp = l.fp;
+        let mut victim: u64 = 0;
+        let mut index = f.reduce(l.h1);
+        for _ in 0..iterations {
+            let at = (index * bs + victim) as usize;
+            std::mem::swap(&mut f.data[at], &mut fp);
+            index = f.reduce(alt_index(fp, index));
+            let s = (index * bs) as usize;
+            if let Some(i) = f.data[s..s + bs as usize].iter().position(|&b| b == 0) {
+                f.data[s + i] = fp;
+                return true;
+            }
+            victim = (victim + 1) % bs;
+        }
+        for _ in 0..iterations {
+            victim = (victim + bs - 1) % bs;
+            index = f.reduce(alt_index(fp, index));
+            let at = (index * bs + victim) as usize;
+            std::mem::swap(&mut f.data[at], &mut fp);
+        }
+        false
+    }
+
+    /// Deletes one copy of the item (`CF.DEL`): true when a matching fingerprint was found
+    /// and cleared. May compact (see the module doc); the sub-filters compaction freed are
+    /// returned (for the caller to free off the main thread when big).
+    pub fn delete(&mut self, item: &[u8]) -> (bool, Vec<SubFilter>) {
+        self.delete_lookup(&Lookup::of(item))
+    }
+
+    /// [`Cuckoo::delete`] of a prepared lookup.
+    pub fn delete_lookup(&mut self, l: &Lookup) -> (bool, Vec<SubFilter>) {
+        let bs = usize::from(self.bucket_size);
+        for i in (0..self.filters.len()).rev() {
+            if self.filters[i].remove(l, bs) {
+                self.items = self.items.wrapping_sub(1);
+                self.deletes = self.deletes.wrapping_add(1);
+                let freed =
+                    if self.filters.len() > 1 && self.deletes as f64 > self.items as f64 * 0.10 {
+                        self.compact(false)
+                    } else {
+                        Vec::new()
+                    };
+                return (true, freed);
+            }
+        }
+        (false, Vec::new())
+    }
+
+    /// Compacts (`CF.COMPACT` with `keep_going`, the automatic one after deletions without):
+    /// moves fingerprints from newer sub-filters into older ones and frees a newest
+    /// sub-filter left empty; without `keep_going` it stops at the first sub-filter it
+    /// cannot empty. Resets the deletion counter. Returns the freed sub-filters.
+    pub fn compact(&mut self, keep_going: bool) -> Vec<SubFilter> {
+        let mut freed = Vec::new();
+        let mut i = self.filters.len();
+        while i > 1 {
+            let ok = self.compact_one(i - 1);
+            if ok && i - 1 == self.filters.len() - 1 {
+                if let Some(f) = self.filters.pop() {
+                    freed.push(f);
+                }
+            }
+            if !ok && !keep_going {
+                break;
+            }
+            i -= 1;
+        }
+        self.deletes = 0;
+        freed
+    }
+
+    /// Moves every fingerprint of sub-filter `at` it can into older ones; true when all moved.
+    fn compact_one(&mut self, at: usize) -> bool {
+        let bs = usize::from(self.bucket_size);
+        let (older, rest) = self.filters.split_at_mut(at);
+        let cur = &mut rest[0];
+        let mut all = true;
+        for bucket in 0..cur.buckets {
+            for slot in 0..bs {
+                let at_slot = bucket as usize * bs + slot;
+                let fp = cur.data[at_slot];
+                if fp == 0 {
+                    continue;
+                }
+                let l = Lookup {
+                    fp,
+                    h1: bucket,
+                    h2: alt_index(fp, bucket),
+                };
+                let mut moved = false;
+                for f in older.iter_mut() {
+                    if let Some(i) = f.free_slot(&l, bs) {
+                        f.data[i] = fp;
+                        cur.data[at_slot] = 0;
+                        moved = true;
+                        break;
+                    }
+                }
+                if !moved {
+                    all = false;
+                }
+            }
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_pow2_edges() {
+        for (n, want) in [
+            (0, 0),
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (500, 512),
+            (1 << 40, 1 << 40),
+            (u64::MAX, 0),
+        ] {
+            assert_eq!(next_pow2(n), want, "{n}");
+        }
+        assert_eq!(buckets_for(1024, 2), 512);
+        assert_eq!(buckets_for(1000, 255), 4);
+        assert_eq!(buckets_for(4, 2), 2);
+        assert_eq!(buckets_for(1, 2), 1);
+    }
+
+    #[test]
+    fn add_check_delete_count() {
+        let mut cf = Cuckoo::new(1000, 2, 20, 1, u64::MAX).unwrap();
+        assert_eq!(cf.buckets, 512);
+        for i in 0..300u32 {
+            assert_eq!(
+                cf.insert(format!("i{i}").as_bytes(), false, u64::MAX),
+                Insert::Inserted
+            );
+        }
+        for i in 0..300u32 {
+            assert!(cf.contains(format!("i{i}").as_bytes()));
+        }
+        assert_eq!(cf.items, 300);
+        assert_eq!(cf.insert(b"i0", true, u64::MAX), Insert::Exists);
+        cf.insert(b"dup", false, u64::MAX);
+        cf.insert(b"dup", false, u64::MAX);
+        assert!(cf.count(b"dup") >= 2);
+        assert!(cf.delete(b"dup").0);
+        assert!(cf.delete(b"dup").0);
+        assert_eq!(cf.items, 300);
+        assert_eq!(cf.deletes, 2);
+    }
+
+    #[test]
+    fn failed_evictions_leave_the_table_unchanged() {
+        // 2 buckets of 2: four items fill it; a fifth fails and must change nothing.
+        let mut cf = Cuckoo::new(4, 2, 1, 0, u64::MAX).unwrap();
+        let mut stored = 0;
+        for i in 0..20u32 {
+            let before = cf.clone();
+            match cf.insert(format!("f{i}").as_bytes(), false, u64::MAX) {
+                Insert::Inserted => stored += 1,
+                Insert::Full => assert_eq!(cf, before),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(stored, 4);
+        assert_eq!(cf.items, 4);
+    }
+
+    #[test]
+    fn growth_and_compaction() {
+        let mut cf = Cuckoo::new(64, 2, 20, 1, u64::MAX).unwrap();
+        for i in 0..300u32 {
+            assert_eq!(
+                cf.insert(format!("c{i}").as_bytes(), false, u64::MAX),
+                Insert::Inserted
+            );
+        }
+        let grown = cf.filters.len();
+        assert!(grown > 4, "{grown}");
+        for i in 0..200u32 {
+            assert!(cf.delete(format!("c{i}").as_bytes()).0);
+        }
+        assert!(cf.filters.len() < grown);
+        for i in 200..300u32 {
+            assert!(cf.contains(format!("c{i}").as_bytes()), "c{i} lost");
+        }
+        assert_eq!(cf.items, 100);
+    }
+
+    #[test]
+    fn growth_respects_the_budget() {
+        let mut cf = Cuckoo::new(4, 2, 1, 1, u64::MAX).unwrap();
+        let mut outcomes = Vec::new();
+        for i in 0..40u32 {
+            outcomes.push(cf.insert(format!("b{i}").as_bytes(), false, 0));
+        }
+        assert!(outcomes.contains(&Insert::CannotGrow));
+        assert_eq!(cf.filters.len(), 1);
+        assert_eq!(
+            outcomes.iter().filter(|o| **o == Insert::Inserted).count() as u64,
+            cf.items
+        );
+    }
+}
