@@ -13,6 +13,10 @@ pub const HEADER_BYTES: usize = 38;
 /// returned whole, whatever the position inside it.
 pub const MAX_CHUNK_BYTES: u64 = 16 * 1024 * 1024;
 
+/// A `CF.LOADCHUNK` chunk was refused (`Couldn't load chunk!`); nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkRefused;
+
 /// What `CF.SCANDUMP key pos` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scan<'a> {
@@ -182,9 +186,9 @@ pub fn scan(cf: &Cuckoo, pos: i64) -> Scan<'_> {
 ///
 /// Errors (`Couldn't load chunk!`, nothing written): an empty chunk, a start before the first
 /// byte, or a chunk that runs past the end of the sub-filter it starts in.
-pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ()> {
+pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ChunkRefused> {
     if data.is_empty() {
-        return Err(());
+        return Err(ChunkRefused);
     }
     let len = data.len() as i128;
     let mut offset = i128::from(pos) - len - 1;
@@ -198,9 +202,9 @@ pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ()> {
         }
         offset -= size;
     }
-    let f = cf.filters.get_mut(at).ok_or(())?;
+    let f = cf.filters.get_mut(at).ok_or(ChunkRefused)?;
     if offset < 0 || i128::from(f.bytes()) < offset + len {
-        return Err(());
+        return Err(ChunkRefused);
     }
     let start = offset as usize;
     f.data[start..start + data.len()].copy_from_slice(data);
