@@ -131,6 +131,33 @@ pub fn expansion() -> Option<u32> {
     }
 }
 
+/// The parameters of cuckoo filters made without explicit ones (`CF.ADD`, `CF.INSERT`
+/// auto-creation, `CF.RESERVE` options left out) and the growth limit of all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CfDefaults {
+    /// Capacity of auto-created filters (RedisBloom: 1024).
+    pub initial_size: u64,
+    /// Bucket size (2).
+    pub bucket_size: u16,
+    /// Max iterations (20).
+    pub max_iterations: u16,
+    /// Expansion (1).
+    pub expansion: u16,
+    /// Sub-filters from which adds answer `Maximum expansions reached` (32).
+    pub max_expansions: u64,
+}
+
+/// The cuckoo defaults in force (the `cf.*` / `cf-*` configs and `CF_MAX_EXPANSIONS`).
+pub fn cf_defaults() -> CfDefaults {
+    CfDefaults {
+        initial_size: redis_bf_core::cuckoo::DEFAULT_CAPACITY,
+        bucket_size: redis_bf_core::cuckoo::DEFAULT_BUCKET_SIZE,
+        max_iterations: redis_bf_core::cuckoo::DEFAULT_MAX_ITERATIONS,
+        expansion: redis_bf_core::cuckoo::DEFAULT_EXPANSION,
+        max_expansions: 32,
+    }
+}
+
 /// Largest total bit-array size of one filter in bytes (`u64::MAX` when unlimited).
 pub fn max_filter_bytes() -> u64 {
     match MAX_FILTER_BYTES.load(Ordering::Relaxed) {

@@ -24,7 +24,7 @@ pub use version::MODULE_VERSION;
 
 use args::Arg;
 use bloom_type::BLOOM_TYPE;
-use commands::{add, dump, exists, info, reserve};
+use commands::{add, cf, dump, exists, info, reserve};
 use redis_module::{raw, redis_module, AclCategory, Context, RedisString, Status};
 use reply::Reply;
 use std::ffi::CStr;
@@ -89,6 +89,20 @@ raw_commands! {
     raw_debug => info::bf_debug,
     raw_scandump => dump::bf_scandump,
     raw_loadchunk => dump::bf_loadchunk,
+    raw_cf_reserve => cf::reserve::cf_reserve,
+    raw_cf_add => cf::add::cf_add,
+    raw_cf_addnx => cf::add::cf_addnx,
+    raw_cf_insert => cf::add::cf_insert,
+    raw_cf_insertnx => cf::add::cf_insertnx,
+    raw_cf_exists => cf::exists::cf_exists,
+    raw_cf_mexists => cf::exists::cf_mexists,
+    raw_cf_count => cf::exists::cf_count,
+    raw_cf_del => cf::del::cf_del,
+    raw_cf_compact => cf::del::cf_compact,
+    raw_cf_info => cf::info::cf_info,
+    raw_cf_debug => cf::info::cf_debug,
+    raw_cf_scandump => cf::dump::cf_scandump,
+    raw_cf_loadchunk => cf::dump::cf_loadchunk,
 }
 
 /// Registers a command served by [`dispatch`], with the flags, key positions (key at index
@@ -187,6 +201,22 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         (c"bf.debug", raw_debug, READ, c"read bloom"),
         (c"bf.scandump", raw_scandump, READ, c"read bloom"),
         (c"bf.loadchunk", raw_loadchunk, WRITE, c"write bloom"),
+        // RedisBloom 8's flags and categories. CF.COMPACT and CF.DEBUG are `readonly` there
+        // too (CF.COMPACT refuses to run on a replica itself: `commands/cf/del.rs`).
+        (c"cf.reserve", raw_cf_reserve, WRITE, c"write fast cuckoo"),
+        (c"cf.add", raw_cf_add, WRITE, c"write cuckoo"),
+        (c"cf.addnx", raw_cf_addnx, WRITE, c"write cuckoo"),
+        (c"cf.insert", raw_cf_insert, WRITE, c"write cuckoo"),
+        (c"cf.insertnx", raw_cf_insertnx, WRITE, c"write cuckoo"),
+        (c"cf.exists", raw_cf_exists, READ, c"read cuckoo"),
+        (c"cf.mexists", raw_cf_mexists, READ, c"read cuckoo"),
+        (c"cf.count", raw_cf_count, READ, c"read cuckoo"),
+        (c"cf.del", raw_cf_del, c"write fast", c"write cuckoo"),
+        (c"cf.compact", raw_cf_compact, READ, c"read cuckoo"),
+        (c"cf.info", raw_cf_info, READ, c"read fast cuckoo"),
+        (c"cf.debug", raw_cf_debug, READ, c"read cuckoo"),
+        (c"cf.scandump", raw_cf_scandump, READ, c"read cuckoo"),
+        (c"cf.loadchunk", raw_cf_loadchunk, WRITE, c"write cuckoo"),
     ] {
         if register_raw(ctx, name, Some(handler), flags, acl).is_err() {
             ctx.log_warning(&format!("redis-bf: could not register {name:?}"));
@@ -209,7 +239,7 @@ redis_module! {
     version: MODULE_VERSION,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
     data_types: [BLOOM_TYPE, WINDOW_TYPE],
-    acl_categories: ["bloom",],
+    acl_categories: ["bloom", "cuckoo",],
     init: init,
     // Commands are registered in `init` (register_raw), all served by `dispatch`.
     // The bf.* configs are registered in `init` (config::register), not here: the crate's

@@ -6,6 +6,7 @@
 //! needs, then replies, replicates and notifies once.
 
 pub mod add;
+pub mod cf;
 pub mod dump;
 pub mod exists;
 pub mod info;
