@@ -9,6 +9,7 @@ pub mod command_info;
 pub mod commands;
 pub mod config;
 pub mod counter;
+pub mod cuckoo_type;
 pub mod filter;
 pub mod load_guard;
 pub mod memory;
@@ -25,6 +26,7 @@ pub use version::MODULE_VERSION;
 use args::Arg;
 use bloom_type::BLOOM_TYPE;
 use commands::{add, cf, dump, exists, info, reserve};
+use cuckoo_type::CUCKOO_TYPE;
 use redis_module::{raw, redis_module, AclCategory, Context, RedisString, Status};
 use reply::Reply;
 use std::ffi::CStr;
@@ -238,7 +240,7 @@ redis_module! {
     name: "bf",
     version: MODULE_VERSION,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
-    data_types: [BLOOM_TYPE, WINDOW_TYPE],
+    data_types: [BLOOM_TYPE, WINDOW_TYPE, CUCKOO_TYPE],
     acl_categories: ["bloom", "cuckoo",],
     init: init,
     // Commands are registered in `init` (register_raw), all served by `dispatch`.
