@@ -704,3 +704,36 @@ fn scandump_loadchunk_info_debug_errors() {
         String::from_utf8_lossy(&i3)
     );
 }
+
+/// Each accepted CF.LOADCHUNK (header or chunk) fires a `cf.loadchunk` event of class `d`;
+/// a refused one fires nothing.
+#[test]
+fn loadchunk_notifies_cf_loadchunk() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let _: () = cmd("CONFIG SET notify-keyspace-events KEA")
+        .query(&mut c)
+        .unwrap();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyevent@*__:*").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let cf = build(&CASES[1]);
+    let chunks = loadchunks(&cf);
+    // A refused chunk (missing key) first, then the whole filter, then a marker.
+    let r: redis::RedisResult<()> = cmd("CF.LOADCHUNK n 100").arg(&b"x"[..]).query(&mut c);
+    assert!(r.is_err());
+    load(&mut c, b"n", &cf);
+    let _: () = cmd("SET marker 1").query(&mut c).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let m = ps.get_message().unwrap();
+        let event = m.get_channel_name().rsplit(':').next().unwrap().to_string();
+        let key: String = m.get_payload().unwrap();
+        if key == "marker" {
+            break;
+        }
+        got.push(format!("{event} {key}"));
+    }
+    assert_eq!(got, vec!["cf.loadchunk n".to_string(); chunks.len()]);
+}
