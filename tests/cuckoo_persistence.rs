@@ -691,6 +691,22 @@ fn scandump_loadchunk_info_debug_errors() {
     let n: i64 = cmd("EXISTS new").query(&mut con).unwrap();
     assert_eq!(n, 0);
     assert_eq!(shown(&mut con, b"cf", &cf), expected_shown(&cf));
+    // Expansion 32769: refused by RedisBloom 8 (Redis 8), accepted by 2.8 (Redis 7, Valkey).
+    let mut wide = encode_header(&cf).to_vec();
+    wide[36..38].copy_from_slice(&32769u16.to_le_bytes());
+    let info: String = cmd("INFO server").query(&mut con).unwrap();
+    let redis8 = !info.contains("server_name:valkey")
+        && info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .is_some_and(|v| v.trim().split('.').next().unwrap().parse::<u32>().unwrap() >= 8);
+    let reply = common::raw_command(s.port, false, &[b"CF.LOADCHUNK", b"wide", b"1", &wide]);
+    let want: &[u8] = if redis8 {
+        b"-Couldn't create filter!\r\n"
+    } else {
+        b"+OK\r\n"
+    };
+    assert_eq!(reply, want, "expansion 32769 (Redis 8: {redis8})");
     // RESP3: CF.INFO is a map, CF.SCANDUMP of an empty filter [0, null].
     load(&mut con, b"cf:e", &build(&CASES[5]));
     let r3 = common::raw_command(s.port, true, &[b"CF.SCANDUMP", b"cf:e", b"0"]);
