@@ -753,3 +753,53 @@ fn loadchunk_notifies_cf_loadchunk() {
     }
     assert_eq!(got, vec!["cf.loadchunk n".to_string(); chunks.len()]);
 }
+
+/// A DUMP payload whose value is refused (valid checksum) answers `ERR Bad data format` and
+/// creates nothing; the server keeps running and the original still restores.
+#[test]
+fn restore_of_refused_values_fails_cleanly() {
+    let s = Server::start();
+    let mut con = s.conn();
+    // CASES[4]: 1 sub-filter of 4 buckets, so the value starts 02 01 | 02 04 | ...
+    let cf = build(&CASES[4]);
+    load(&mut con, b"src", &cf);
+    let payload: Bytes = cmd("DUMP src").query(&mut con).unwrap();
+    assert_eq!(&payload[10..14], &[2, 1, 2, 4], "{payload:02x?}");
+    let resign = |mut p: Bytes| {
+        let n = p.len() - 8;
+        p.truncate(n);
+        let crc = common::crc64(&p);
+        p.extend_from_slice(&crc.to_le_bytes());
+        p
+    };
+    let patched = |at: usize, v: u8| {
+        let mut p = payload.clone();
+        p[at] = v;
+        resign(p)
+    };
+    let cases: &[(&str, Bytes)] = &[
+        ("0 sub-filters", patched(11, 0)),
+        ("3 buckets (not a power of two)", patched(13, 3)),
+        ("0 buckets", patched(13, 0)),
+        ("table shorter than its buckets", {
+            // The last table: length byte 8 (4 buckets x 2) made 7, one byte dropped.
+            let n = payload.len() - 10;
+            let mut p = payload[..n].to_vec();
+            let len_at = n - 1 - 8 - 1; // EOF opcode, 8 table bytes, then the length
+            assert_eq!(p[len_at], 8, "{payload:02x?}");
+            p[len_at] = 7;
+            p.remove(len_at + 1);
+            p.extend_from_slice(&payload[n..]);
+            resign(p)
+        }),
+    ];
+    for (name, p) in cases {
+        let r: redis::RedisResult<()> = cmd("RESTORE bad 0").arg(p).query(&mut con);
+        let e = r.expect_err(name);
+        assert!(e.to_string().contains("Bad data format"), "{name}: {e}");
+        let n: i64 = cmd("EXISTS bad").query(&mut con).unwrap();
+        assert_eq!(n, 0, "{name}");
+    }
+    let _: () = cmd("RESTORE good 0").arg(&payload).query(&mut con).unwrap();
+    assert_eq!(shown(&mut con, b"good", &cf), expected_shown(&cf));
+}

@@ -1,5 +1,5 @@
 //! The native data type `MBbloomCF` (cuckoo filters, encoding version 4) and its callbacks
-//! (`docs/format.md` ("Cuckoo filters")): RDB load/save, AOF rewrite, memory usage, free, free
+//! (`docs/format.md` ("Cuckoo filters", "Cuckoo AOF rewrite")): RDB load/save, AOF rewrite, memory usage, free, free
 //! effort, copy, digest and active defrag. Every callback catches panics: none may unwind into
 //! Redis.
 //!
@@ -40,8 +40,8 @@ pub fn lookup(key: &RedisKey) -> Lookup<&Cuckoo> {
 }
 
 /// Borrows the cuckoo filter of a key opened for writing. The borrow must not outlive `key`.
-/// A write that changes the filter's sub-filters or items reports it to `INFO bf` with
-/// [`stats::cuckoo_changed`] (a footprint taken before, [`stats::CuckooFootprint::of`]).
+/// A write that changes the filter's sub-filters or items goes through [`tracked`], so that
+/// `INFO bf` follows.
 pub fn lookup_mut(key: &RedisKeyWritable) -> Lookup<&mut Cuckoo> {
     match key.get_value::<Cuckoo>(&CUCKOO_TYPE) {
         Ok(Some(c)) => Lookup::Found(c),
@@ -56,6 +56,23 @@ pub fn store_new(key: &RedisKeyWritable, cf: Cuckoo, failure: &'static str) -> R
     stats::cuckoo_created(&cf);
     key.set_value(&CUCKOO_TYPE, cf)
         .map_err(|_| Reply::Error(failure))
+}
+
+/// Runs a write on an existing filter and reports what it changed (sub-filters, items, table
+/// bytes) to `INFO bf`: the way commands change a filter.
+pub fn tracked<R>(cf: &mut Cuckoo, write: impl FnOnce(&mut Cuckoo) -> R) -> R {
+    let before = stats::CuckooFootprint::of(cf);
+    let r = write(cf);
+    stats::cuckoo_changed(before, cf);
+    r
+}
+
+/// Frees the sub-filters a deletion or compaction dropped (`Cuckoo::delete`,
+/// `Cuckoo::compact`), big tables off the main thread as for a freed filter.
+pub fn free_dropped(filters: Vec<SubFilter>) {
+    if !filters.is_empty() {
+        free_tables(filters, &mut alloc::FreeBudget::new());
+    }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
