@@ -848,3 +848,43 @@ fn info_counters_follow_cf_writes() {
     let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
     assert_eq!(cf_counters(&mut c), [0; 4]);
 }
+
+/// A sub-filter above 16 MiB (2^23 buckets of 4: 32 MiB) goes in 16 MiB pieces through
+/// SCANDUMP, LOADCHUNK and the AOF rewrite, and comes back whole after a rewrite + restart.
+#[test]
+fn a_32_mib_sub_filter_round_trips_in_16_mib_pieces() {
+    let mut cf = Cuckoo::new(1 << 25, 4, 20, 1, u64::MAX).unwrap();
+    assert_eq!(cf.table_bytes(), 32 << 20);
+    for n in 0..5000 {
+        cf.insert(format!("big:{n}").as_bytes(), false, u64::MAX);
+    }
+    let walk = expected_walk(&cf);
+    let sizes: Vec<(i64, usize)> = walk
+        .iter()
+        .map(|(n, d)| (*n, d.as_ref().map_or(0, Vec::len)))
+        .collect();
+    let piece = 16 << 20;
+    assert_eq!(
+        sizes,
+        vec![
+            (1, 38),
+            (1 + piece as i64, piece),
+            (1 + 2 * piece as i64, piece),
+            (0, 0)
+        ]
+    );
+    let mut s = Server::start_with(&[], common::AOF_NO_PREAMBLE);
+    let mut con = s.conn();
+    load(&mut con, b"big", &cf);
+    assert_eq!(scandump_walk(&mut con, b"big"), walk);
+    let _: () = cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    wait_until("the AOF rewrite", || {
+        info_num(&mut con, "persistence", "aof_rewrite_in_progress") == 0
+            && info_num(&mut con, "persistence", "aof_rewrites") >= 1
+    });
+    s.restart(&[]);
+    let mut con = s.conn();
+    assert_eq!(scandump_walk(&mut con, b"big"), walk);
+    let info: Vec<Value> = cmd("CF.INFO big").query(&mut con).unwrap();
+    assert_eq!(info, expected_info(&cf));
+}
