@@ -7,8 +7,10 @@
 //! Covered: SAVE + restart, DEBUG RELOAD, an AOF rewrite without RDB preamble + restart (the
 //! AOF's `CF.LOADCHUNK` commands as RedisBloom writes them, empty filters included), DUMP /
 //! RESTORE, COPY, DEBUG DIGEST-VALUE (equal for equal filters, different after a change), a
-//! replica that ends byte-identical to its primary, FLUSHALL ASYNC of a 256 MiB filter, the
-//! `INFO bf` cuckoo counters, and the CF.SCANDUMP / CF.LOADCHUNK / CF.INFO / CF.DEBUG errors.
+//! replica that ends byte-identical to its primary (after a stream of CF.ADD / CF.INSERT /
+//! CF.DEL when the build has them), FLUSHALL ASYNC of a 256 MiB filter, a 32 MiB sub-filter in
+//! 16 MiB pieces, the `INFO bf` cuckoo counters, `cf.loadchunk` keyspace events, refused
+//! `RESTORE` values, and the CF.SCANDUMP / CF.LOADCHUNK / CF.INFO / CF.DEBUG errors.
 
 mod common;
 
