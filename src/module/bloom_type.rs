@@ -20,6 +20,7 @@ use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::c_void;
+use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -198,32 +199,33 @@ pub(crate) fn emit_scandump_walk<'a>(
     header: &[u8],
     chunk_at: impl Fn(i64) -> (i64, &'a [u8]),
 ) {
-    emit_loadchunk(aof, key, 1, header);
+    emit_loadchunk(aof, c"BF.LOADCHUNK", key, 1, header);
     let mut iter = 1;
     loop {
         let (next, data) = chunk_at(iter);
         if next == 0 {
             break;
         }
-        emit_loadchunk(aof, key, next, data);
+        emit_loadchunk(aof, c"BF.LOADCHUNK", key, next, data);
         iter = next;
     }
 }
 
-/// Emits `BF.LOADCHUNK key iter data` into an AOF rewrite.
-fn emit_loadchunk(
+/// Emits `<command> key iter data` (`BF.LOADCHUNK`, `CF.LOADCHUNK`) into an AOF rewrite.
+pub(crate) fn emit_loadchunk(
     aof: *mut raw::RedisModuleIO,
+    command: &CStr,
     key: *mut raw::RedisModuleString,
     iter: i64,
     data: &[u8],
 ) {
-    // SAFETY: `aof` and `key` are the live arguments of an aof_rewrite callback; EmitAOF is
-    // variadic: format "slb" takes the key (RedisModuleString*), a long long and a (pointer,
+    // SAFETY: `aof` and `key` are the live arguments of an aof_rewrite callback; `command` is
+    // NUL-terminated; EmitAOF is variadic: format "slb" takes the key (RedisModuleString*), a long long and a (pointer,
     // length) buffer, all valid for the call.
     unsafe {
         raw::RedisModule_EmitAOF.unwrap()(
             aof,
-            c"BF.LOADCHUNK".as_ptr(),
+            command.as_ptr(),
             c"slb".as_ptr(),
             key,
             iter as std::os::raw::c_longlong,

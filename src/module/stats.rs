@@ -5,6 +5,7 @@
 //! thread updates its own counters without locked instructions, other threads add theirs
 //! atomically or under a lock, and readers sum both.
 
+use crate::bloom::cuckoo::Cuckoo;
 use crate::bloom::Chain;
 use crate::module::alloc::{FREE_PENDING_BYTES, HEAP_ALLOCATIONS};
 use crate::module::counter::{add_unlocked, on_main_thread, SplitCounter};
@@ -98,9 +99,80 @@ pub fn filter_changed(before: Footprint, chain: &Chain) {
     );
 }
 
+/// Cuckoo filters, sub-filters, items and table bytes as changed on the main thread.
+static CUCKOO_MAIN_THREAD: [AtomicI64; 4] = [const { AtomicI64::new(0) }; 4];
+/// The same changes made off the main thread (frees on Redis' lazyfree thread).
+static CUCKOO_OTHER_THREADS: std::sync::Mutex<[i64; 4]> = std::sync::Mutex::new([0; 4]);
+
+/// What a cuckoo filter contributes to the counters: sub-filters, items, table bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CuckooFootprint([i64; 3]);
+
+impl CuckooFootprint {
+    /// The footprint of `cf` now.
+    pub fn of(cf: &Cuckoo) -> CuckooFootprint {
+        let clamp = |v: u64| v.min(i64::MAX as u64) as i64;
+        CuckooFootprint([
+            cf.filters.len() as i64,
+            clamp(cf.items),
+            clamp(cf.table_bytes()),
+        ])
+    }
+}
+
+fn apply_cuckoo(deltas: [i64; 4]) {
+    if on_main_thread() {
+        for (counter, delta) in CUCKOO_MAIN_THREAD.iter().zip(deltas) {
+            if delta != 0 {
+                add_unlocked(counter, delta);
+            }
+        }
+    } else {
+        let mut other = CUCKOO_OTHER_THREADS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for (sum, delta) in other.iter_mut().zip(deltas) {
+            *sum = sum.wrapping_add(delta);
+        }
+    }
+}
+
+/// A cuckoo filter came into existence (created, loaded, copied, restored).
+pub fn cuckoo_created(cf: &Cuckoo) {
+    let [n, i, b] = CuckooFootprint::of(cf).0;
+    apply_cuckoo([1, n, i, b]);
+}
+
+/// A cuckoo filter was freed.
+pub fn cuckoo_freed(cf: &Cuckoo) {
+    let [n, i, b] = CuckooFootprint::of(cf).0;
+    apply_cuckoo([-1, -n, -i, -b]);
+}
+
+/// A cuckoo filter changed from `before` to its current state (adds, growth, deletions,
+/// compaction, `CF.LOADCHUNK`).
+pub fn cuckoo_changed(before: CuckooFootprint, cf: &Cuckoo) {
+    let now = CuckooFootprint::of(cf).0;
+    let b = before.0;
+    apply_cuckoo([0, now[0] - b[0], now[1] - b[1], now[2] - b[2]]);
+}
+
+/// The cuckoo counters: filters, sub-filters, items, bytes.
+fn cuckoo_counts() -> [i64; 4] {
+    let other = *CUCKOO_OTHER_THREADS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let mut counts = [0i64; 4];
+    for ((c, main), o) in counts.iter_mut().zip(&CUCKOO_MAIN_THREAD).zip(other) {
+        *c = main.load(Ordering::Relaxed).wrapping_add(o);
+    }
+    counts
+}
+
 /// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
 /// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`
-/// (bit-array bytes of the filters that exist), `bf_defrag_hits` / `bf_defrag_misses`
+/// (bit-array bytes of the filters that exist), `bf_cf_filters`, `bf_cf_sub_filters`,
+/// `bf_cf_items`, `bf_cf_bytes` (the same for cuckoo filters: table bytes), `bf_defrag_hits` / `bf_defrag_misses`
 /// (allocations active defrag moved / left in place), `bf_free_pending_bytes` (bytes of freed
 /// filters' bit arrays the module's freeing thread has yet to give back to the kernel; no
 /// longer in `used_memory` unless handed over whole: `alloc::FREE_PENDING_BYTES`)
@@ -119,11 +191,16 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
             crate::module::version::MODULE_VERSION.into(),
         );
         let [filters, layers, items, bytes] = filter_counts();
+        let [cf_filters, cf_sub_filters, cf_items, cf_bytes] = cuckoo_counts();
         for (name, v) in [
             (c"filters", filters),
             (c"layers", layers),
             (c"items", items),
             (c"bytes", bytes),
+            (c"cf_filters", cf_filters),
+            (c"cf_sub_filters", cf_sub_filters),
+            (c"cf_items", cf_items),
+            (c"cf_bytes", cf_bytes),
             (c"defrag_hits", DEFRAG_HITS.get()),
             (c"defrag_misses", DEFRAG_MISSES.get()),
         ] {

@@ -154,6 +154,13 @@ pub fn scan(cf: &Cuckoo, pos: i64) -> Scan<'_> {
     if pos == 0 {
         return Scan::Header(encode_header(cf));
     }
+    table_chunk(cf, pos)
+}
+
+/// The chunk at `pos` ≥ 1 of the tables laid end to end, as [`scan`] gives it but whatever
+/// the item count: the AOF rewrite writes the tables of filters without items too (RedisBloom
+/// does), which SCANDUMP answers `[0, nil]` for. [`Scan::End`] past the last sub-filter.
+pub fn table_chunk(cf: &Cuckoo, pos: i64) -> Scan<'_> {
     let mut offset = i128::from(pos) - 1;
     for f in &cf.filters {
         let size = i128::from(f.bytes());

@@ -1,15 +1,68 @@
-//! CF command handlers: cf_info, cf_debug (not implemented yet).
+//! CF.INFO key and CF.DEBUG key, with RedisBloom's fields, order and texts.
 
+use crate::bloom::cuckoo::Cuckoo;
 use crate::module::args::Arg;
-use crate::module::reply::Reply;
+use crate::module::bloom_type::Lookup;
+use crate::module::cuckoo_type;
+use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 
-/// `CF.info` (upper case): not implemented yet.
-pub fn cf_info(_ctx: &Context, _args: &[Arg]) -> Reply {
-    Reply::Error("ERR not implemented yet")
+/// Runs `f` on the existing cuckoo filter of `key` (RedisBloom's statusStrerror: a missing key
+/// is `ERR not found`, another type WRONGTYPE).
+fn with_filter(ctx: &Context, key: &Arg, f: impl FnOnce(&Cuckoo) -> Reply) -> Reply {
+    let key = ctx.open_key(&key.string());
+    match cuckoo_type::lookup(&key) {
+        Lookup::Found(cf) => f(cf),
+        Lookup::Missing => Reply::Error(NOT_FOUND),
+        Lookup::WrongType => Reply::Error(WRONGTYPE),
+    }
 }
 
-/// `CF.debug` (upper case): not implemented yet.
-pub fn cf_debug(_ctx: &Context, _args: &[Arg]) -> Reply {
-    Reply::Error("ERR not implemented yet")
+/// The CF.INFO fields of `cf`, in RedisBloom's order.
+pub fn info_fields(cf: &Cuckoo) -> Vec<(&'static str, Reply)> {
+    let int = |v: u64| Reply::Int(v.min(i64::MAX as u64) as i64);
+    vec![
+        ("Size", int(cf.mem_usage())),
+        ("Number of buckets", int(cf.buckets)),
+        ("Number of filters", int(cf.filters.len() as u64)),
+        ("Number of items inserted", int(cf.items)),
+        ("Number of items deleted", int(cf.deletes)),
+        ("Bucket size", int(u64::from(cf.bucket_size))),
+        ("Expansion rate", int(u64::from(cf.expansion))),
+        ("Max iterations", int(u64::from(cf.max_iterations))),
+    ]
+}
+
+/// CF.INFO: a map (RESP2: a flat array) of `Size` (RedisBloom's memory figure: 40 + 16 per
+/// sub-filter + the tables), `Number of buckets` (of the first sub-filter), `Number of
+/// filters`, `Number of items inserted`, `Number of items deleted`, `Bucket size`,
+/// `Expansion rate`, `Max iterations`.
+pub fn cf_info(ctx: &Context, args: &[Arg]) -> Reply {
+    if args.len() != 2 {
+        return Reply::WrongArity;
+    }
+    with_filter(ctx, &args[1], |cf| Reply::Map(info_fields(cf)))
+}
+
+/// The CF.DEBUG text of `cf`.
+pub fn debug_text(cf: &Cuckoo) -> String {
+    format!(
+        "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
+        cf.bucket_size,
+        cf.buckets,
+        cf.items,
+        cf.deletes,
+        cf.filters.len(),
+        cf.max_iterations,
+        cf.expansion
+    )
+}
+
+/// CF.DEBUG: one bulk string, `bktsize:B buckets:N items:I deletes:D filters:F
+/// max_iterations:M expansion:E`.
+pub fn cf_debug(ctx: &Context, args: &[Arg]) -> Reply {
+    if args.len() != 2 {
+        return Reply::WrongArity;
+    }
+    with_filter(ctx, &args[1], |cf| Reply::Bulk(debug_text(cf).into_bytes()))
 }
