@@ -341,7 +341,8 @@ const TESTS = {
 
 // ---------------------------------------------------------------------------------------------
 // Cuckoo filters: client.cf.*. Expected values are RedisBloom's replies (its recorded CF
-// batteries): CF.INFO Size = 40 + 16 × sub-filters + table bytes; buckets = next power of two of
+// batteries; the whole suite also passes with BF_MODULE set to RedisBloom 2.8.20's
+// redisbloom.so): CF.INFO Size = 40 + 16 × sub-filters + table bytes; buckets = next power of two of
 // capacity / bucket size. RESP3: CF.ADD / ADDNX / INSERT / EXISTS / MEXISTS / DEL answer
 // booleans (node-redis maps RESP2's 1 to true), CF.INSERTNX and CF.COUNT integers.
 const CF_INFO_KEYS = ['Size', 'Number of buckets', 'Number of filters', 'Number of items inserted',

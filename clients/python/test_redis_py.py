@@ -492,7 +492,8 @@ def t_scandump_errors(r, m):
 
 
 # ---------------------------------------------------------------------------------------------
-# Cuckoo filters: r.cf(). Expected values are RedisBloom's replies (its recorded CF batteries):
+# Cuckoo filters: r.cf(). Expected values are RedisBloom's replies (its recorded CF batteries;
+# the whole suite also passes with BF_MODULE set to RedisBloom 2.8.20's redisbloom.so):
 # CF.INFO Size = 40 + 16 x sub-filters + table bytes; buckets = next power of two of
 # capacity / bucket size. RESP3: CF.ADD / ADDNX / INSERT / EXISTS / MEXISTS / DEL answer
 # booleans, CF.INSERTNX and CF.COUNT integers.
