@@ -8,4 +8,5 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
 bf_module_ready
 cd "$here"
-exec node --test --test-concurrency=1 test/golden.test.mjs test/hostile.test.mjs test/live.test.mjs
+exec node --test --test-concurrency=1 test/golden.test.mjs test/hostile.test.mjs test/live.test.mjs \
+  test/cuckoo.test.mjs test/cuckoo.live.test.mjs

@@ -1,5 +1,5 @@
-// Client compatibility test: drive every `client.bf.*` command of node-redis (@redis/bloom)
-// against redis-bf, in RESP2 and RESP3.
+// Client compatibility test: drive every `client.bf.*` and `client.cf.*` command of node-redis
+// (@redis/bloom) against redis-bf, in RESP2 and RESP3.
 //
 // Starts its own redis-server (free port on 127.0.0.1, temporary directory) with the module from
 // $BF_MODULE (default ../../target/release/libredis_bf.so relative to this file). Binary-safe
@@ -16,6 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, RESP_TYPES, ErrorReply } from 'redis';
 import { freePort } from '../js/test/redis.mjs';
+import { CuckooFilter } from '../js/src/index.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MODULE = resolve(process.env.BF_MODULE ?? join(HERE, '..', '..', 'target', 'release', 'libredis_bf.so'));
@@ -337,6 +338,164 @@ const TESTS = {
     await rejects(b.bf.loadChunk('nothing2', 1, Buffer.alloc(19)), 'ERR received bad data', 'short header');
   },
 };
+
+// ---------------------------------------------------------------------------------------------
+// Cuckoo filters: client.cf.*. Expected values are RedisBloom's replies (its recorded CF
+// batteries; the whole suite also passes with BF_MODULE set to RedisBloom 2.8.20's
+// redisbloom.so): CF.INFO Size = 40 + 16 × sub-filters + table bytes; buckets = next power of two of
+// capacity / bucket size. RESP3: CF.ADD / ADDNX / INSERT / EXISTS / MEXISTS / DEL answer
+// booleans (node-redis maps RESP2's 1 to true), CF.INSERTNX and CF.COUNT integers.
+const CF_INFO_KEYS = ['Size', 'Number of buckets', 'Number of filters', 'Number of items inserted',
+  'Number of items deleted', 'Bucket size', 'Expansion rate', 'Max iterations'];
+
+/** CF.INFO as [size, buckets, filters, inserted, deleted, bucket size, expansion, max iterations]. */
+async function cfInfo(c, key) {
+  const info = await c.cf.info(key);
+  check(info && typeof info === 'object' && !Array.isArray(info), `CF.INFO: object, got ${JSON.stringify(info)}`);
+  eq(Object.keys(info), CF_INFO_KEYS, 'CF.INFO keys');
+  const out = CF_INFO_KEYS.map((k) => info[k]);
+  out.forEach((v, i) => check(typeof v === 'number', `CF.INFO ${CF_INFO_KEYS[i]} is a number: ${v}`));
+  return out;
+}
+
+async function cfScanDumpAll(bin, key) {
+  const chunks = [];
+  let iterator = 0;
+  for (let n = 0; n < 100000; n++) {
+    const reply = await bin.cf.scanDump(key, iterator);
+    check(typeof reply.iterator === 'number', `iterator is a number: ${reply.iterator}`);
+    iterator = reply.iterator;
+    if (iterator === 0) {
+      eq(reply.chunk, null, 'the walk ends with [0, nil]');
+      return chunks;
+    }
+    check(Buffer.isBuffer(reply.chunk), `chunk is a Buffer: ${typeof reply.chunk}`);
+    chunks.push(reply);
+  }
+  throw new Failed('cf.scanDump did not finish');
+}
+
+Object.assign(TESTS, {
+  async cfReserveInfo(c) {
+    eq(await c.cf.reserve('c', 1000), 'OK', 'reserve');
+    eq(await cfInfo(c, 'c'), [1080, 512, 1, 0, 0, 2, 1, 20], 'defaults: 512 buckets of 2');
+    eq(await c.cf.reserve('c2', 100, { BUCKETSIZE: 4, MAXITERATIONS: 5, EXPANSION: 2 }), 'OK', 'reserve with options');
+    eq(await cfInfo(c, 'c2'), [184, 32, 1, 0, 0, 4, 2, 5], '32 buckets of 4');
+    await rejects(c.cf.reserve('c', 100), 'ERR item exists', 'reserve twice');
+    await rejects(c.cf.info('nothing'), 'ERR not found', 'info on a missing key');
+    eq(await c.type('c'), 'MBbloomCF', 'TYPE');
+  },
+
+  async cfAddAddNxExists(c) {
+    eq(bool(await c.cf.add('a', 'x'), 'add'), true, 'add');
+    eq(bool(await c.cf.add('a', 'x'), 'add again'), true, 'a second copy is stored');
+    eq(await c.cf.count('a', 'x'), 2, 'count');
+    eq(bool(await c.cf.addNX('a', 'x'), 'addNX present'), false, 'addNX of a present item');
+    eq(bool(await c.cf.addNX('a', 'y'), 'addNX new'), true, 'addNX of a new item');
+    eq(bool(await c.cf.exists('a', 'x'), 'exists'), true, 'exists');
+    eq(bool(await c.cf.exists('a', 'zz'), 'exists'), false, 'exists of another item');
+    eq(bool(await c.cf.exists('missing', 'x'), 'exists'), false, 'exists on a missing key');
+    eq(bools(await c.cf.mExists('a', ['x', 'zz', 'y']), 'mExists'), [true, false, true], 'mExists');
+    eq(bools(await c.cf.mExists('missing', ['x', 'y']), 'mExists'), [false, false], 'mExists on a missing key');
+    eq(await cfInfo(c, 'a'), [1080, 512, 1, 3, 0, 2, 1, 20], 'auto-created: capacity 1024');
+    const blob = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    eq(await c.cf.add('a', blob), true, 'binary item');
+    eq(await c.cf.exists('a', blob), true, 'binary item present');
+    eq(await c.cf.count('a', blob.subarray(0, 255)), 0, 'a prefix is another item');
+    await c.set('str', 'v');
+    try {
+      await c.cf.add('str', 'x');
+      throw new Failed('CF.ADD on a string should fail');
+    } catch (e) {
+      check(e instanceof ErrorReply && e.message.startsWith('WRONGTYPE'), `WRONGTYPE: ${e.message}`);
+    }
+    eq(await c.cf.exists('str', 'x'), false, 'CF.EXISTS answers 0 for another type');
+  },
+
+  async cfInsert(c) {
+    eq(bools(await c.cf.insert('i', ['a', 'b', 'a']), 'insert'), [true, true, true], 'insert stores every copy');
+    eq(await cfInfo(c, 'i'), [1080, 512, 1, 3, 0, 2, 1, 20], 'insert defaults');
+    eq(bools(await c.cf.insert('i2', 'a', { CAPACITY: 100 }), 'insert one'), [true], 'one item: an array');
+    eq(await cfInfo(c, 'i2'), [184, 64, 1, 1, 0, 2, 1, 20], 'CAPACITY 100: 64 buckets');
+    await c.cf.insert('i2', ['b'], { CAPACITY: 100000 });
+    eq((await cfInfo(c, 'i2')).slice(0, 4), [184, 64, 1, 2], 'options are ignored once the key exists');
+    await rejects(c.cf.insert('nc', ['a'], { NOCREATE: true }), 'ERR not found', 'NOCREATE on a missing key');
+    eq(await c.exists('nc'), 0, 'nothing created');
+    eq(await c.cf.insert('i2', ['c'], { NOCREATE: true }), [true], 'NOCREATE on an existing key');
+  },
+
+  async cfInsertNx(c) {
+    const r = await c.cf.insertNX('n', ['a', 'b', 'a'], { CAPACITY: 200 });
+    eq(r, [1, 1, 0], 'insertNX: integers in RESP2 and RESP3');
+    eq(await cfInfo(c, 'n'), [312, 128, 1, 2, 0, 2, 1, 20], 'CAPACITY 200: 128 buckets');
+    await rejects(c.cf.insertNX('nc', ['a'], { NOCREATE: true }), 'ERR not found', 'NOCREATE on a missing key');
+  },
+
+  async cfFull(c, _b, resp) {
+    eq(await c.cf.reserve('full', 4, { BUCKETSIZE: 2, MAXITERATIONS: 1, EXPANSION: 0 }), 'OK', 'reserve');
+    for (let i = 0; i < 4; i++) eq(await c.cf.add('full', `x:${i}`), true, `x:${i} fits`);
+    for (let i = 4; i < 8; i++) await rejects(c.cf.add('full', `x:${i}`), 'Filter is full', `add x:${i}`);
+    // -1 for an item that did not fit: RESP2 -1 (node-redis: false), RESP3 false.
+    const raw = await c.sendCommand(['CF.INSERT', 'full', 'ITEMS', 'y:0', 'y:1', 'x:0']);
+    eq(raw, resp === 2 ? [-1, -1, -1] : [false, false, false], 'raw CF.INSERT on a full filter');
+    eq(await c.cf.insert('full', ['y:0']), [false], 'cf.insert maps it to false');
+    eq(await c.cf.insertNX('full', ['x:0', 'y:2']), [0, -1], 'insertNX: 0 present, -1 full (integers in RESP3 too)');
+    eq(await c.cf.addNX('full', 'x:0'), false, 'addNX of a present item on a full filter');
+    await rejects(c.cf.addNX('full', 'y:3'), 'Filter is full', 'addNX of a new item');
+    eq(await cfInfo(c, 'full'), [60, 2, 1, 4, 0, 2, 0, 1], 'full filter');
+    eq(await c.cf.mExists('full', ['x:0', 'x:1', 'x:2', 'x:3', 'x:4', 'y:0']), [true, true, true, true, false, false], 'contents');
+  },
+
+  async cfDelCount(c, b) {
+    await c.cf.reserve('dl', 100);
+    eq(bool(await c.cf.del('dl', 'a'), 'del'), false, 'delete of an absent item');
+    await c.cf.add('dl', 'a');
+    await c.cf.add('dl', 'a');
+    eq(await c.cf.count('dl', 'a'), 2, 'two copies');
+    eq(await c.cf.del('dl', 'a'), true, 'delete one copy');
+    eq(await c.cf.count('dl', 'a'), 1, 'one copy left');
+    eq(await c.cf.del('dl', 'a'), true, 'delete the last copy');
+    eq(await c.cf.del('dl', 'a'), false, 'nothing left to delete');
+    eq(await c.cf.exists('dl', 'a'), false, 'gone');
+    eq(await cfInfo(c, 'dl'), [184, 64, 1, 0, 2, 2, 1, 20], '0 items, 2 deletions');
+    eq(await c.cf.count('missing', 'a'), 0, 'count on a missing key');
+    await rejects(c.cf.del('missing', 'a'), 'Not found', 'delete on a missing key');
+    eq(await cfScanDumpAll(b, 'dl'), [], 'CF.SCANDUMP of an empty filter: [0, nil] at once');
+    eq(await c.sendCommand(['CF.COMPACT', 'dl']), 'OK', 'CF.COMPACT');
+    eq((await cfInfo(c, 'dl'))[4], 0, 'compaction resets the deletion count');
+  },
+
+  async cfScanDumpLoadChunk(c, b) {
+    await c.cf.reserve('src', 64, { EXPANSION: 2 });
+    const items = [...Array.from({ length: 1000 }, (_, i) => `user:${i}`),
+      ...Array.from({ length: 50 }, (_, i) => Buffer.from([i, 0, 255 - i, 0x80]))];
+    for (let i = 0; i < items.length; i += 250) await c.cf.insert('src', items.slice(i, i + 250));
+    const info = await cfInfo(c, 'src');
+    const nf = info[2];
+    const chunks = await cfScanDumpAll(b, 'src');
+    eq(chunks.length, 1 + nf, 'header + one chunk per sub-filter');
+    eq([chunks[0].iterator, chunks[0].chunk.length], [1, 38], 'header: iterator 1, 38 bytes');
+    eq(chunks.slice(1).map((ch) => ch.chunk.length), Array.from({ length: nf }, (_, i) => 64 * 2 ** i),
+      'sub-filter i: 32 × 2^i buckets of 2');
+    eq(chunks.slice(1).reduce((s, ch) => s + ch.chunk.length, 0) + 40 + 16 * nf, info[0], 'tables + records = Size');
+    for (const { iterator, chunk } of chunks) eq(await b.cf.loadChunk('dst', iterator, chunk), 'OK', `loadChunk ${iterator}`);
+    eq(await cfInfo(c, 'dst'), info, "the copy's CF.INFO");
+    eq(await c.sendCommand(['CF.DEBUG', 'dst']), await c.sendCommand(['CF.DEBUG', 'src']), 'CF.DEBUG identical');
+    const probes = [...items, ...Array.from({ length: 3000 }, (_, i) => `other:${i}`)];
+    const copy = await c.cf.mExists('dst', probes);
+    eq(copy, await c.cf.mExists('src', probes), 'the copy answers as the original');
+    eq(copy.slice(0, items.length).filter(Boolean).length, items.length, 'every item present in the copy');
+    // The local checker rebuilt from the same walk answers as CF.MEXISTS and CF.COUNT.
+    const local = CuckooFilter.fromScandump(chunks.map(({ iterator, chunk }) => [iterator, chunk]));
+    eq(probes.map((p) => local.has(p)), copy, 'redis-bf-check CuckooFilter == CF.MEXISTS');
+    const counts = await Promise.all(probes.slice(0, 300).map((p) => c.cf.count('src', p)));
+    eq(probes.slice(0, 300).map((p) => local.count(p)), counts, 'count == CF.COUNT');
+    eq(await c.cf.add('dst', 'after-restore'), true, 'the copy takes new items');
+    await rejects(b.cf.loadChunk('dst', 1, chunks[0].chunk), 'ERR item exists', 'a header onto an existing key');
+    await rejects(b.cf.loadChunk('x', 1, Buffer.alloc(37)), 'Invalid header', 'a short header');
+    await rejects(b.cf.scanDump('nothing', 0), 'ERR not found', 'scanDump of a missing key');
+  },
+});
 
 // ---------------------------------------------------------------------------------------------
 async function main() {

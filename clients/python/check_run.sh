@@ -14,7 +14,7 @@ cd "$here"
 if [ "${1:-}" = "--bench" ]; then
   exec .venv/bin/python bench_check.py
 fi
-.venv/bin/python -m unittest -v test_check test_check_identity
+.venv/bin/python -m unittest -v test_check test_check_identity test_check_cuckoo
 # The folder installs with pip and imports without clients/python on the path.
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Client compatibility test: drive every method of redis-py's ``r.bf()`` against redis-bf.
+"""Client compatibility test: drive every method of redis-py's ``r.bf()`` and ``r.cf()`` against
+redis-bf.
 
 Starts its own redis-server (free port on 127.0.0.1, temporary directory) with the module loaded
 from ``$BF_MODULE`` (default: ``../../target/release/libredis_bf.so`` relative to this file),
@@ -28,8 +29,11 @@ import time
 import traceback
 
 import redis
-from redis.commands.bf.info import BFInfo
+from redis.client import NEVER_DECODE
+from redis.commands.bf.info import BFInfo, CFInfo
 from redis.exceptions import ResponseError
+
+from redis_bf_check import CuckooFilter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.environ.get(
@@ -487,6 +491,201 @@ def t_scandump_errors(r, m):
         eq(str(e), "received bad data", "error text")
 
 
+# ---------------------------------------------------------------------------------------------
+# Cuckoo filters: r.cf(). Expected values are RedisBloom's replies (its recorded CF batteries;
+# the whole suite also passes with BF_MODULE set to RedisBloom 2.8.20's redisbloom.so):
+# CF.INFO Size = 40 + 16 x sub-filters + table bytes; buckets = next power of two of
+# capacity / bucket size. RESP3: CF.ADD / ADDNX / INSERT / EXISTS / MEXISTS / DEL answer
+# booleans, CF.INSERTNX and CF.COUNT integers.
+
+CF_INFO_KEYS = [
+    "Size",
+    "Number of buckets",
+    "Number of filters",
+    "Number of items inserted",
+    "Number of items deleted",
+    "Bucket size",
+    "Expansion rate",
+    "Max iterations",
+]
+
+
+def cf_info(r, m, key):
+    """CF.INFO through r.cf().info() as (size, buckets, filters, inserted, deleted, bucket size,
+    expansion, max iterations): a CFInfo, or the raw RESP3 map of protocol=3 legacy mode."""
+    reply = r.cf().info(key)
+    if not isinstance(reply, CFInfo):
+        check(m.protocol == 3 and m.legacy, f"CF.INFO: only protocol=3 legacy mode returns a raw reply, got {reply!r}")
+        check(isinstance(reply, dict), f"RESP3 CF.INFO should be a map, got {reply!r}")
+        eq([k.decode() if isinstance(k, bytes) else k for k in reply], CF_INFO_KEYS, "CF.INFO map keys")
+        reply = CFInfo(reply)
+    out = (reply.size, reply.bucketNum, reply.filterNum, reply.insertedNum, reply.deletedNum,
+           reply.bucketSize, reply.expansionRate, reply.maxIteration)
+    for v in out:
+        check(type(v) is int, f"CF.INFO fields are ints: {out!r}")
+    return out
+
+
+def cf_error(fn, text, what):
+    try:
+        fn()
+    except ResponseError as e:
+        eq(str(e), text, f"{what}: error text")
+        return
+    raise Failed(f"{what}: should fail with {text!r}")
+
+
+def cf_full_flag(m, value, what):
+    """CF.INSERT's -1 for an item that did not fit: an integer in RESP2, false in RESP3."""
+    if m.protocol == 2:
+        eq(value, -1, what)
+    else:
+        check(value is False, f"{what}: RESP3 should give false, got {value!r}")
+
+
+def cf_scandump_all(r, m, key):
+    """The whole CF.SCANDUMP walk. redis-py's r.cf().scandump() does not keep the chunks binary
+    under decode_responses (unlike r.bf().scandump()), so decoding modes ask for NEVER_DECODE."""
+    chunks, it = [], 0
+    for _ in range(100000):
+        if m.decode:
+            reply = r.execute_command("CF.SCANDUMP", key, it, **{NEVER_DECODE: []})
+        else:
+            reply = r.cf().scandump(key, it)
+        check(isinstance(reply, list) and len(reply) == 2, f"scandump pair: {reply!r}")
+        it, data = reply
+        check(type(it) is int, f"iterator is an int: {it!r}")
+        if it == 0:
+            eq(data, None, "the walk ends with [0, nil]")
+            return chunks
+        check(isinstance(data, bytes), f"chunk is bytes: {type(data)}")
+        chunks.append((it, data))
+    raise Failed("scandump did not finish")
+
+
+def t_cf_reserve_info(r, m):
+    eq(r.cf().create("c", 1000), True, "create")
+    eq(cf_info(r, m, "c"), (1080, 512, 1, 0, 0, 2, 1, 20), "defaults: 512 buckets of 2")
+    eq(r.cf().reserve("c2", 100, expansion=2, bucket_size=4, max_iterations=5), True, "reserve with options")
+    eq(cf_info(r, m, "c2"), (184, 32, 1, 0, 0, 4, 2, 5), "32 buckets of 4")
+    cf_error(lambda: r.cf().create("c", 100), "item exists", "create on an existing key")
+    cf_error(lambda: r.cf().info("nothing"), "not found", "info on a missing key")
+    eq(r.type("c"), "MBbloomCF" if m.decode else b"MBbloomCF", "TYPE")
+
+
+def t_cf_add_addnx_exists(r, m):
+    eq(m.flag(r.cf().add("a", "x"), "add"), 1, "add")
+    eq(m.flag(r.cf().add("a", "x"), "add again"), 1, "a second copy is stored")
+    eq(r.cf().count("a", "x"), 2, "count")
+    eq(m.flag(r.cf().addnx("a", "x"), "addnx present"), 0, "addnx of a present item")
+    eq(m.flag(r.cf().addnx("a", "y"), "addnx new"), 1, "addnx of a new item")
+    eq(m.flag(r.cf().exists("a", "x"), "exists"), 1, "exists")
+    eq(m.flag(r.cf().exists("a", "zz"), "exists other"), 0, "exists of another item")
+    eq(m.flag(r.cf().exists("missing", "x"), "exists missing"), 0, "exists on a missing key")
+    eq(m.flags(r.cf().mexists("a", "x", "zz", "y"), "mexists"), [1, 0, 1], "mexists")
+    eq(m.flags(r.cf().mexists("missing", "x", "y"), "mexists missing"), [0, 0], "mexists on a missing key")
+    # Auto-created: capacity 1024, bucket size 2.
+    eq(cf_info(r, m, "a"), (1080, 512, 1, 3, 0, 2, 1, 20), "auto-created")
+    blob = bytes(range(256))
+    eq(m.flag(r.cf().add("a", blob), "add blob"), 1, "binary item")
+    eq(m.flag(r.cf().exists("a", blob), "exists blob"), 1, "binary item present")
+    eq(r.cf().count("a", blob[:-1]), 0, "a prefix is another item")
+    r.set("str", "v")
+    try:
+        r.cf().add("str", "x")
+        raise Failed("CF.ADD on a string should fail")
+    except ResponseError as e:
+        check(str(e).startswith("WRONGTYPE"), f"WRONGTYPE: {e}")
+    eq(m.flag(r.cf().exists("str", "x"), "exists on a string"), 0, "CF.EXISTS answers 0 for another type")
+
+
+def t_cf_insert(r, m):
+    eq(m.flags(r.cf().insert("i", ["a", "b", "a"]), "insert"), [1, 1, 1], "insert stores every copy")
+    eq(cf_info(r, m, "i"), (1080, 512, 1, 3, 0, 2, 1, 20), "insert defaults")
+    eq(m.flags(r.cf().insert("i2", ["a"], capacity=100), "insert capacity"), [1], "one item: an array")
+    eq(cf_info(r, m, "i2"), (184, 64, 1, 1, 0, 2, 1, 20), "CAPACITY 100: 64 buckets")
+    r.cf().insert("i2", ["b"], capacity=100000)
+    eq(cf_info(r, m, "i2")[:4], (184, 64, 1, 2), "options are ignored once the key exists")
+    cf_error(lambda: r.cf().insert("nc", ["a"], nocreate=True), "not found", "NOCREATE on a missing key")
+    eq(r.exists("nc"), 0, "nothing created")
+    eq(m.flags(r.cf().insert("i2", ["c"], nocreate=True), "nocreate existing"), [1], "NOCREATE on an existing key")
+
+
+def t_cf_insertnx(r, m):
+    reply = r.cf().insertnx("n", ["a", "b", "a"], capacity=200)
+    eq(reply, [1, 1, 0], "insertnx: integers in RESP2 and RESP3")
+    for v in reply:
+        check(type(v) is int, f"CF.INSERTNX answers integers: {reply!r}")
+    eq(cf_info(r, m, "n"), (312, 128, 1, 2, 0, 2, 1, 20), "CAPACITY 200: 128 buckets")
+    cf_error(lambda: r.cf().insertnx("nc", ["a"], nocreate=True), "not found", "NOCREATE on a missing key")
+
+
+def t_cf_full(r, m):
+    eq(r.cf().reserve("full", 4, bucket_size=2, max_iterations=1, expansion=0), True, "reserve")
+    for i in range(4):
+        eq(m.flag(r.cf().add("full", f"x:{i}"), f"add x:{i}"), 1, f"x:{i} fits")
+    for i in range(4, 8):
+        cf_error(lambda: r.cf().add("full", f"x:{i}"), "Filter is full", f"add x:{i}")
+    reply = r.cf().insert("full", ["y:0", "y:1", "x:0"])
+    eq(len(reply), 3, "insert on a full filter: one answer per item")
+    for j, v in enumerate(reply):
+        cf_full_flag(m, v, f"insert[{j}]")
+    eq(r.cf().insertnx("full", ["x:0", "y:2"]), [0, -1], "insertnx: 0 present, -1 full (integers in RESP3 too)")
+    eq(m.flag(r.cf().addnx("full", "x:0"), "addnx present"), 0, "addnx of a present item on a full filter")
+    cf_error(lambda: r.cf().addnx("full", "y:3"), "Filter is full", "addnx of a new item")
+    eq(cf_info(r, m, "full"), (60, 2, 1, 4, 0, 2, 0, 1), "full filter")
+    eq(m.flags(r.cf().mexists("full", "x:0", "x:1", "x:2", "x:3", "x:4", "y:0"), "mexists"), [1, 1, 1, 1, 0, 0], "contents")
+
+
+def t_cf_del_count(r, m):
+    r.cf().reserve("dl", 100)
+    eq(m.flag(r.cf().delete("dl", "a"), "del absent"), 0, "delete of an absent item")
+    r.cf().add("dl", "a")
+    r.cf().add("dl", "a")
+    eq(r.cf().count("dl", "a"), 2, "two copies")
+    eq(m.flag(r.cf().delete("dl", "a"), "del"), 1, "delete one copy")
+    eq(r.cf().count("dl", "a"), 1, "one copy left")
+    eq(m.flag(r.cf().delete("dl", "a"), "del"), 1, "delete the last copy")
+    eq(m.flag(r.cf().delete("dl", "a"), "del"), 0, "nothing left to delete")
+    eq(m.flag(r.cf().exists("dl", "a"), "exists"), 0, "gone")
+    eq(cf_info(r, m, "dl"), (184, 64, 1, 0, 2, 2, 1, 20), "0 items, 2 deletions")
+    eq(r.cf().count("missing", "a"), 0, "count on a missing key")
+    cf_error(lambda: r.cf().delete("missing", "a"), "Not found", "delete on a missing key")
+    # A filter with no items dumps nothing.
+    eq(cf_scandump_all(r, m, "dl"), [], "CF.SCANDUMP of an empty filter: [0, nil] at once")
+    eq(r.execute_command("CF.COMPACT", "dl"), "OK" if m.decode else b"OK", "CF.COMPACT")
+    eq(cf_info(r, m, "dl")[4], 0, "compaction resets the deletion count")
+
+
+def t_cf_scandump_loadchunk(r, m):
+    r.cf().reserve("src", 64, expansion=2)
+    items = [f"user:{i}".encode() for i in range(1000)] + [bytes([i, 0, 255 - i]) for i in range(50)]
+    for i in range(0, len(items), 250):
+        r.cf().insert("src", items[i : i + 250])
+    info = cf_info(r, m, "src")
+    chunks = cf_scandump_all(r, m, "src")
+    eq(len(chunks), 1 + info[2], "header + one chunk per sub-filter")
+    eq((chunks[0][0], len(chunks[0][1])), (1, 38), "header: iterator 1, 38 bytes")
+    eq(sum(len(d) for _, d in chunks[1:]) + 40 + 16 * info[2], info[0], "tables + records = Size")
+    eq([len(d) for _, d in chunks[1:]], [64 * 2**i for i in range(info[2])], "sub-filter i: 32 x 2^i buckets of 2")
+    for it, data in chunks:
+        m.ok(r.cf().loadchunk("dst", it, data), f"loadchunk {it}")
+    eq(cf_info(r, m, "dst"), info, "the copy's CF.INFO")
+    eq(r.execute_command("CF.DEBUG", "dst"), r.execute_command("CF.DEBUG", "src"), "CF.DEBUG identical")
+    probes = items + [f"other:{i}" for i in range(3000)]
+    copy = m.flags(r.cf().mexists("dst", *probes), "mexists copy")
+    eq(copy, m.flags(r.cf().mexists("src", *probes), "mexists src"), "the copy answers as the original")
+    eq(sum(copy[: len(items)]), len(items), "every item present in the copy")
+    # The local checker rebuilt from the same walk answers as CF.MEXISTS and CF.COUNT.
+    local = CuckooFilter.from_scandump(chunks)
+    eq([int(local.contains(p)) for p in probes], copy, "redis_bf_check.CuckooFilter == CF.MEXISTS")
+    eq([local.count(p) for p in probes[:300]], [r.cf().count("src", p) for p in probes[:300]], "count == CF.COUNT")
+    eq(m.flag(r.cf().add("dst", "after-restore"), "add to copy"), 1, "the copy takes new items")
+    cf_error(lambda: r.cf().loadchunk("dst", 1, chunks[0][1]), "item exists", "a header onto an existing key")
+    cf_error(lambda: r.cf().loadchunk("x", 1, b"\x00" * 37), "Invalid header", "a short header")
+    cf_error(lambda: r.cf().scandump("nothing", 0), "not found", "scandump of a missing key")
+
+
 def t_protocol(r, m):
     info = r.client_info()
     eq(int(info["resp"]), 3 if m.resp3_wire else 2, "negotiated protocol")
@@ -511,6 +710,13 @@ TESTS = [
     t_scandump_large_multichunk,
     t_scandump_nonscaling_roundtrip,
     t_scandump_errors,
+    t_cf_reserve_info,
+    t_cf_add_addnx_exists,
+    t_cf_insert,
+    t_cf_insertnx,
+    t_cf_full,
+    t_cf_del_count,
+    t_cf_scandump_loadchunk,
 ]
 
 MODES = [

@@ -26,7 +26,13 @@ export type ScandumpErrorCode =
   | 'OUT_OF_MEMORY'
   | 'NOT_FOUND'
   | 'UNSUPPORTED'
-  | 'INCOMPLETE';
+  | 'INCOMPLETE'
+  // CuckooFilter (CF.LOADCHUNK's verdicts):
+  | 'INVALID_HEADER'
+  | 'CANNOT_CREATE'
+  | 'CANNOT_LOAD'
+  | 'INVALID_POSITION'
+  | 'ITEM_EXISTS';
 
 /** Thrown for a malformed, hostile or incomplete dump. */
 export class ScandumpError extends Error {
@@ -97,3 +103,69 @@ export const OPT_NO_SCALING: 8;
 export const DEFAULT_MAX_BYTES: number;
 /** Most layers a header may announce, as the server (4096). */
 export const MAX_LAYERS: 4096;
+
+/** One `[iterator, data]` pair of a CF.SCANDUMP walk; `[0, null]` (the end) is accepted. */
+export type CfScandumpChunk = readonly [ScandumpIterator, Bytes | null];
+
+export interface CuckooScandumpOptions {
+  /** Largest total of table bytes a header may announce (default 1 GiB): more is OUT_OF_MEMORY. */
+  maxBytes?: number;
+  /**
+   * Largest expansion a header may have (default 32768, what RedisBloom 8 and redis-bf on Redis 8
+   * accept; on Redis 7 and Valkey the server accepts up to 65535).
+   */
+  maxExpansion?: number;
+}
+
+/**
+ * A cuckoo filter rebuilt from a CF.SCANDUMP walk; read-only. `has` answers as CF.EXISTS /
+ * CF.MEXISTS, `count` as CF.COUNT.
+ */
+export class CuckooFilter {
+  private constructor();
+
+  /**
+   * Rebuilds a filter from the `[iterator, data]` pairs of a whole CF.SCANDUMP walk, header
+   * (iterator 1) first; a final `[0, null]` is ignored; no pair at all is the empty filter
+   * (CF.SCANDUMP answers `[0, nil]` at once for a filter with no items). Applies every
+   * CF.LOADCHUNK check and requires every table byte to be present. @throws {ScandumpError}
+   */
+  static fromScandump(chunks: Iterable<CfScandumpChunk>, opts?: CuckooScandumpOptions): CuckooFilter;
+
+  /** Decodes a header alone (tables read as empty until chunks come). @throws {ScandumpError} */
+  static decodeHeader(header: Bytes, opts?: CuckooScandumpOptions): CuckooFilter;
+
+  /** The filter with no sub-filters: false / 0 for everything. */
+  static empty(): CuckooFilter;
+
+  /** Copies one chunk in; returns the `[start, end)` offsets written. @throws {ScandumpError} */
+  applyChunk(iter: ScandumpIterator, data: Bytes): [number, number];
+
+  /** CF.EXISTS: true when the item may be in the filter; false means it certainly is not. */
+  has(item: string | Bytes): boolean;
+
+  /** CF.COUNT: slots holding the item's fingerprint in its two buckets of every sub-filter. */
+  count(item: string | Bytes): number;
+
+  /** CF.INFO Number of items inserted, as the header gives it. */
+  readonly items: bigint;
+  /** CF.INFO Number of items deleted (deletions since the last compaction). */
+  readonly deletes: bigint;
+  /** CF.INFO Number of buckets (of the first sub-filter). */
+  readonly buckets: number;
+  readonly bucketSize: number;
+  readonly maxIterations: number;
+  readonly expansion: number;
+  /** CF.INFO Number of filters. */
+  readonly subFilterCount: number;
+  /** Buckets of each sub-filter, oldest first (buckets × expansion^i). */
+  readonly subFilterBuckets: number[];
+  /** Total bytes of the tables. */
+  readonly byteLength: number;
+}
+
+/** An item's cuckoo lookup (MurmurHash64A seed 0, fingerprint, both bucket indexes) in hex. */
+export function cuckooLookupHex(item: string | Bytes): { hash: string; fp: number; h1: string; h2: string };
+
+export const CF_HEADER_BYTES: 38;
+export const CF_DEFAULT_MAX_EXPANSION: 32768;

@@ -1,5 +1,7 @@
 // redis-bf-check: answer membership questions from a redis-bf (or RedisBloom) filter downloaded
-// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them.
+// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them; and
+// from a cuckoo filter downloaded with CF.SCANDUMP, exactly as CF.EXISTS and CF.COUNT would
+// (CuckooFilter, at the end of this file).
 //
 // Format (what BF.SCANDUMP returns): the first pair is (1, header); the header is packed little
 // endian, 20 bytes for the chain (u64 items, u32 layer count, u32 options, u32 expansion) then
@@ -55,11 +57,14 @@ const TWO32 = 4294967296;
  * server's budget; the server answers a header too big for its memory `ERR received bad data`), NOT_FOUND (`ERR not found`: a
  * chunk before the header); or, with no server equivalent, UNSUPPORTED (a window filter's dump,
  * which the server loads but the checker does not read) and INCOMPLETE (a walk with bytes
- * missing).
+ * missing). For a cuckoo filter's walk (CuckooFilter), CF.LOADCHUNK's verdicts: INVALID_HEADER
+ * (`Invalid header`), CANNOT_CREATE (`Couldn't create filter!`), CANNOT_LOAD (`Couldn't load
+ * chunk!`), INVALID_POSITION (`Invalid position`), ITEM_EXISTS (`ERR item exists`: a second
+ * header), NOT_FOUND, and OUT_OF_MEMORY / INCOMPLETE as above.
  */
 export class ScandumpError extends Error {
   /**
-   * @param {'BAD_DATA'|'NO_LINK'|'TOO_BIG'|'NOT_NUMERIC'|'OUT_OF_MEMORY'|'NOT_FOUND'|'UNSUPPORTED'|'INCOMPLETE'} code
+   * @param {'BAD_DATA'|'NO_LINK'|'TOO_BIG'|'NOT_NUMERIC'|'OUT_OF_MEMORY'|'NOT_FOUND'|'UNSUPPORTED'|'INCOMPLETE'|'INVALID_HEADER'|'CANNOT_CREATE'|'CANNOT_LOAD'|'INVALID_POSITION'|'ITEM_EXISTS'} code
    * @param {string} message
    */
   constructor(code, message) {
@@ -651,5 +656,396 @@ export class BloomFilter {
     return this.layers.reduce((s, l) => s + l.entries, 0);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cuckoo filters (CF.*)
+//
+// Format (what CF.SCANDUMP returns): the first pair is (1, header), 38 bytes packed little
+// endian: u64 items, u64 buckets (of the first sub-filter), u64 deletes, u64 sub-filters (the
+// server keeps the low 16 bits), u16 bucket size, u16 max iterations, u16 expansion. Sub-filter
+// i has buckets × expansion^i buckets of `bucket size` one-byte slots (0 = empty). Every later
+// pair is (next iterator, bytes): a run of the sub-filters' tables laid end to end (oldest
+// first) starting at byte offset `next - len - 1`, never crossing a sub-filter boundary.
+//
+// An item's hash is h = MurmurHash64A(item, seed 0); its fingerprint fp = h mod 255 + 1, its
+// buckets h1 = h and h2 = h1 XOR (fp × 0x5bd1e995) (mod 2^64), reduced modulo each sub-filter's
+// bucket count. CF.EXISTS: fp is in bucket h1 or h2 of some sub-filter. CF.COUNT: the slots
+// holding fp in both buckets of every sub-filter (a bucket counted twice when h1 and h2 meet).
+
+/** Bytes of a CF.SCANDUMP header. */
+const CF_HEADER_BYTES = 38;
+/** Largest bucket count of one sub-filter (2^56 − 1, the server's limit). */
+const CF_MAX_BUCKETS = (1n << 56n) - 1n;
+/** Largest bucket size. */
+const CF_MAX_BUCKET_SIZE = 255;
+/** Default largest expansion a header may have (RedisBloom 8's CF.LOADCHUNK limit). */
+const CF_DEFAULT_MAX_EXPANSION = 32768;
+/** 2^32 as a BigInt. */
+const B32 = 1n << 32n;
+
+/** How a sub-filter reduces a 64-bit bucket index. */
+const CF_MASK_LOW = 0; // a power of two ≤ 2^32: the low word's bits
+const CF_MASK_WIDE = 1; // a power of two above 2^32: the low word and some high bits
+const CF_SMALL = 2; // n ≤ 2^21: ((hi mod n)·(2^32 mod n) + lo mod n) mod n, exact in doubles
+const CF_BIG = 3; // anything else: BigInt
+
+class SubFilter {
+  constructor(buckets, bucketSize) {
+    /** Number of buckets (a Number: the tables fit in memory). */
+    this.buckets = buckets;
+    this.bytes = buckets * bucketSize;
+    /** @type {Uint8Array} allocated by the first chunk written into it (until then all 0) */
+    this.data = EMPTY;
+    const pow2 = buckets > 0 && Number.isSafeInteger(buckets) && (BigInt(buckets) & (BigInt(buckets) - 1n)) === 0n;
+    if (pow2 && buckets <= TWO32) {
+      this.kind = CF_MASK_LOW;
+      this.mask = buckets === TWO32 ? -1 : buckets - 1;
+    } else if (pow2) {
+      this.kind = CF_MASK_WIDE;
+      this.highMask = buckets / TWO32 - 1;
+    } else if (buckets <= 2 ** 21) {
+      this.kind = CF_SMALL;
+      this.c32 = TWO32 % buckets;
+    } else {
+      this.kind = CF_BIG;
+      this.bigN = BigInt(buckets);
+    }
+  }
+
+  /** The bucket of the 64-bit index (hi:lo, unsigned words). */
+  bucket(hi, lo) {
+    switch (this.kind) {
+      case CF_MASK_LOW: return (lo & this.mask) >>> 0;
+      case CF_MASK_WIDE: return (hi & this.highMask) * TWO32 + lo;
+      case CF_SMALL: {
+        const n = this.buckets;
+        return ((hi % n) * this.c32 + (lo % n)) % n;
+      }
+      default: return Number(((BigInt(hi) << 32n) | BigInt(lo)) % this.bigN);
+    }
+  }
+}
+
+/** The lookup of the last hashed item: fp, h1 (hi, lo), h2 (hi, lo); unsigned words. */
+const LOOKUP = new Float64Array(5);
+
+/** Sets LOOKUP for bytes[0..len). */
+function cuckooLookup(bytes, len) {
+  murmur64a(bytes, len, 0, 0);
+  const hi = OUT[0] >>> 0;
+  const lo = OUT[1] >>> 0;
+  // 2^32 ≡ 1 (mod 255), so h mod 255 = (hi + lo) mod 255.
+  const fp = ((hi % 255) + (lo % 255)) % 255 + 1;
+  const p = fp * 0x5bd1e995; // < 2^40: exact
+  LOOKUP[0] = fp;
+  LOOKUP[1] = hi;
+  LOOKUP[2] = lo;
+  LOOKUP[3] = (hi ^ Math.floor(p / TWO32)) >>> 0;
+  LOOKUP[4] = (lo ^ (p % TWO32)) >>> 0;
+}
+
+/**
+ * The cuckoo lookup of an item: its 64-bit hash (MurmurHash64A, seed 0), fingerprint and both
+ * bucket indexes before reduction, as 16-digit hex strings (for tests and debugging).
+ * @param {string|Uint8Array} item
+ * @returns {{hash: string, fp: number, h1: string, h2: string}}
+ */
+export function cuckooLookupHex(item) {
+  const len = encodeItem(item);
+  cuckooLookup(scratch, len);
+  const hex = (h, l) => h.toString(16).padStart(8, '0') + l.toString(16).padStart(8, '0');
+  const h1 = hex(LOOKUP[1], LOOKUP[2]);
+  return { hash: h1, fp: LOOKUP[0], h1, h2: hex(LOOKUP[3], LOOKUP[4]) };
+}
+
+function checkMaxExpansion(v) {
+  if (!(Number.isInteger(v) && v >= 0 && v <= 0xffff)) {
+    throw new TypeError(`maxExpansion must be an integer in 0..65535, not ${String(v)}`);
+  }
+}
+
+/** A cuckoo filter rebuilt from a CF.SCANDUMP walk; read-only. */
+export class CuckooFilter {
+  /** @private */
+  constructor(items, buckets, deletes, bucketSize, maxIterations, expansion, subFilters) {
+    /** Items the server counts (CF.INFO Number of items inserted); a bigint, as sent. */
+    this.items = items;
+    /** Buckets of the first sub-filter (CF.INFO Number of buckets). */
+    this.buckets = buckets;
+    /** Deletions since the last compaction (CF.INFO Number of items deleted); a bigint. */
+    this.deletes = deletes;
+    /** Slots per bucket (CF.INFO Bucket size). */
+    this.bucketSize = bucketSize;
+    /** Evictions an insertion tries (CF.INFO Max iterations). */
+    this.maxIterations = maxIterations;
+    /** Growth factor of the sub-filters (CF.INFO Expansion rate). */
+    this.expansion = expansion;
+    /** @private */
+    this.subFilters = subFilters;
+  }
+
+  /**
+   * An empty filter: what a walk with no header stands for (CF.SCANDUMP answers `[0, nil]`
+   * at iterator 0 for a filter with no items). It answers false / 0 to everything, as the
+   * server does for such a filter.
+   */
+  static empty() {
+    return new CuckooFilter(0n, 0, 0n, 0, 0, 0, []);
+  }
+
+  /**
+   * Decodes a header (the data CF.SCANDUMP returns for iterator 0) with CF.LOADCHUNK's checks,
+   * allocating nothing.
+   * @param {Uint8Array} data
+   * @param {{maxBytes?: number, maxExpansion?: number}} [opts]
+   * @returns {CuckooFilter}
+   */
+  static decodeHeader(data, opts = {}) {
+    const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+    const maxExpansion = opts.maxExpansion ?? CF_DEFAULT_MAX_EXPANSION;
+    checkMaxBytes(maxBytes);
+    checkMaxExpansion(maxExpansion);
+    data = toCfBytes(data, 'header');
+    if (data.length !== CF_HEADER_BYTES) {
+      throw new ScandumpError('INVALID_HEADER',
+        `bad CF.SCANDUMP header: ${data.length} bytes, ${CF_HEADER_BYTES} expected (CF.LOADCHUNK would answer Invalid header)`);
+    }
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const items = view.getBigUint64(0, true);
+    const buckets = view.getBigUint64(8, true);
+    const deletes = view.getBigUint64(16, true);
+    const sent = view.getBigUint64(24, true);
+    const bucketSize = view.getUint16(32, true);
+    const maxIterations = view.getUint16(34, true);
+    const expansion = view.getUint16(36, true);
+    // The server stores the sub-filter count in 16 bits.
+    const count = Number(sent & 0xffffn);
+    const bad = (why) => new ScandumpError('CANNOT_CREATE',
+      `bad CF.SCANDUMP header: ${why} (CF.LOADCHUNK would answer Couldn't create filter!)`);
+    if (bucketSize === 0 || bucketSize > CF_MAX_BUCKET_SIZE) throw bad(`bucket size ${bucketSize} is outside 1..${CF_MAX_BUCKET_SIZE}`);
+    if (maxIterations === 0) throw bad('max iterations 0');
+    if (expansion > maxExpansion) throw bad(`expansion ${expansion} is above ${maxExpansion} (option maxExpansion)`);
+    if (count === 0) throw bad(`${sent} sub-filters (${count} in the server's 16 bits)`);
+    if (expansion === 0 && count > 1) throw bad(`${count} sub-filters with expansion 0`);
+    if (buckets === 0n) throw bad('0 buckets');
+    if (buckets > CF_MAX_BUCKETS) throw bad(`${buckets} buckets, above 2^56 - 1`);
+    if ((buckets & (buckets - 1n)) !== 0n) throw bad(`${buckets} buckets, not a power of two`);
+    const sizes = [];
+    let n = buckets;
+    let total = 0n;
+    for (let i = 0; i < count; i++) {
+      if (i > 0) n *= BigInt(expansion);
+      if (n > CF_MAX_BUCKETS) throw bad(`sub-filter ${i} would have ${n} buckets, above 2^56 - 1`);
+      total += n * BigInt(bucketSize);
+      if (total > U64_MAX) throw bad(`the tables' byte count overflows 64 bits at sub-filter ${i}`);
+      if (maxBytes !== Infinity && total > BigInt(maxBytes)) {
+        throw new ScandumpError('OUT_OF_MEMORY',
+          `the tables take more than ${maxBytes} bytes (option maxBytes) from sub-filter ${i} on: ${total} bytes so far`);
+      }
+      sizes.push(n);
+    }
+    if (total > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ScandumpError('OUT_OF_MEMORY', `the tables take ${total} bytes, more than a JS array can hold`);
+    }
+    const subs = sizes.map((b) => new SubFilter(Number(b), bucketSize));
+    return new CuckooFilter(items, Number(buckets), deletes, bucketSize, maxIterations, expansion, subs);
+  }
+
+  /**
+   * Where a chunk goes, with CF.LOADCHUNK's checks, writing and allocating nothing.
+   * @returns {[number, number, number, number]} [start, end) offsets over all tables,
+   *   sub-filter index, offset in it
+   * @private
+   */
+  placeChunk(iter, data) {
+    const pos = toCfPosition(iter);
+    if (pos === 1n) {
+      throw new ScandumpError('ITEM_EXISTS', 'a second header (iterator 1) after the first (CF.LOADCHUNK would answer ERR item exists)');
+    }
+    const len = BigInt(data.length);
+    const refuse = (why) => new ScandumpError('CANNOT_LOAD',
+      `invalid chunk at iterator ${pos}: ${why} (CF.LOADCHUNK would answer Couldn't load chunk!)`);
+    if (len === 0n) throw refuse('empty chunk');
+    // As the server: the sub-filter holding the start; a start past the last sub-filter is
+    // taken relative to the end of the tables, inside the last one.
+    let offset = pos - len - 1n;
+    const subs = this.subFilters;
+    let at = subs.length - 1;
+    let base = 0;
+    for (let i = 0; i < subs.length; i++) {
+      const size = BigInt(subs[i].bytes);
+      if (offset < size) {
+        at = i;
+        break;
+      }
+      offset -= size;
+      if (i < subs.length - 1) base += subs[i].bytes;
+    }
+    const f = subs[at];
+    if (offset < 0n) throw refuse(`it starts before the first byte (offset ${pos - len - 1n})`);
+    if (BigInt(f.bytes) < offset + len) {
+      throw refuse(`${len} bytes from offset ${offset} of sub-filter ${at} run past its end (${f.bytes} bytes)`);
+    }
+    const off = Number(offset);
+    return [base + off, base + off + data.length, at, off];
+  }
+
+  /**
+   * Copies one chunk in, with CF.LOADCHUNK's checks: `iter` is the iterator CF.SCANDUMP
+   * returned with the chunk (the chunk starts at offset `iter - len - 1`). Nothing changes when
+   * it throws.
+   * @param {number|bigint|string} iter
+   * @param {Uint8Array} data
+   * @returns {[number, number]} the [start, end) offsets written, over all tables
+   */
+  applyChunk(iter, data) {
+    data = toCfBytes(data, 'chunk');
+    const [start, end, at, off] = this.placeChunk(iter, data);
+    const f = this.subFilters[at];
+    if (f.data.length !== f.bytes) f.data = new Uint8Array(f.bytes);
+    f.data.set(data, off);
+    return [start, end];
+  }
+
+  /**
+   * Rebuilds a filter from a whole CF.SCANDUMP walk: the `[iterator, data]` pairs it returned,
+   * header first (iterator 1); a final `[0, nil]` pair may be included and is ignored. A walk
+   * with no pair at all (CF.SCANDUMP answers `[0, nil]` at once for a filter with no items) is
+   * the empty filter. Every check of CF.LOADCHUNK applies, and the chunks must cover every
+   * byte of every sub-filter.
+   * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer|null]>} chunks
+   * @param {{maxBytes?: number, maxExpansion?: number}} [opts] maxBytes: largest total of table
+   *   bytes (default 1 GiB); maxExpansion: largest expansion (default 32768, RedisBloom 8's
+   *   limit; Redis 7's line accepts up to 65535)
+   * @returns {CuckooFilter}
+   * @throws {ScandumpError}
+   */
+  static fromScandump(chunks, opts = {}) {
+    let filter = null;
+    const placed = [];
+    for (const pair of chunks) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError('each chunk must be an [iterator, data] pair');
+      const [it, raw] = pair;
+      const empty = raw === null || raw === undefined || (ArrayBuffer.isView(raw) && raw.byteLength === 0);
+      if (empty && toCfPosition(it, true) === 0n) continue; // the end of the walk: [0, nil]
+      const data = toCfBytes(raw, 'chunk');
+      if (filter === null) {
+        const pos = toCfPosition(it);
+        if (pos !== 1n) {
+          throw new ScandumpError('NOT_FOUND',
+            `the first pair must be the header (iterator 1), got iterator ${pos} (CF.LOADCHUNK of a chunk before its header would answer ERR not found)`);
+        }
+        filter = CuckooFilter.decodeHeader(data, opts);
+        continue;
+      }
+      const [start, end] = filter.placeChunk(it, data);
+      placed.push([start, end, it, data, placed.length]);
+    }
+    if (filter === null) return CuckooFilter.empty();
+    placed.sort((x, y) => x[0] - y[0]);
+    let covered = 0;
+    const total = filter.byteLength;
+    for (const [s, e] of placed) {
+      if (s > covered) break;
+      if (e > covered) covered = e;
+    }
+    if (covered < total) {
+      throw new ScandumpError('INCOMPLETE', `incomplete CF.SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
+    }
+    placed.sort((x, y) => x[4] - y[4]);
+    for (const [, , it, data] of placed) filter.applyChunk(it, data);
+    return filter;
+  }
+
+  /**
+   * True when the item may be in the filter (CF.EXISTS's 1); false means it certainly is not
+   * (never added, or deleted as often as added).
+   * @param {string|Uint8Array} item a string (hashed as UTF-8) or bytes
+   * @returns {boolean}
+   */
+  has(item) {
+    const len = encodeItem(item);
+    cuckooLookup(scratch, len);
+    const fp = LOOKUP[0];
+    const bs = this.bucketSize;
+    for (const f of this.subFilters) {
+      const d = f.data;
+      if (d.length === 0) continue;
+      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
+      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
+      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
+      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
+    }
+    return false;
+  }
+
+  /**
+   * CF.COUNT's answer: the slots holding the item's fingerprint in its two buckets of every
+   * sub-filter (a bucket counted twice when both indexes meet in it).
+   * @param {string|Uint8Array} item
+   * @returns {number}
+   */
+  count(item) {
+    const len = encodeItem(item);
+    cuckooLookup(scratch, len);
+    const fp = LOOKUP[0];
+    const bs = this.bucketSize;
+    let n = 0;
+    for (const f of this.subFilters) {
+      const d = f.data;
+      if (d.length === 0) continue;
+      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
+      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
+      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
+      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
+    }
+    return n;
+  }
+
+  /** Number of sub-filters (CF.INFO Number of filters). */
+  get subFilterCount() {
+    return this.subFilters.length;
+  }
+
+  /** Total bytes of the tables. */
+  get byteLength() {
+    return this.subFilters.reduce((s, f) => s + f.bytes, 0);
+  }
+
+  /** Buckets of every sub-filter, oldest first. */
+  get subFilterBuckets() {
+    return this.subFilters.map((f) => f.buckets);
+  }
+}
+
+function toCfBytes(data, what) {
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError(`${what}: data must be a Uint8Array, Buffer or ArrayBuffer`);
+}
+
+/**
+ * A CF.LOADCHUNK position read as the server reads it (Redis' integer rules; 0 is refused);
+ * a BigInt. `allowZero`: the end-of-walk marker's 0 is returned instead of refused.
+ */
+function toCfPosition(it, allowZero = false) {
+  let v;
+  try {
+    v = toIterator(it, 'chunk');
+  } catch (e) {
+    if (e instanceof ScandumpError && e.code === 'NOT_NUMERIC') {
+      throw new ScandumpError('INVALID_POSITION', e.message.replace(NUMERIC, 'CF.LOADCHUNK would answer Invalid position'));
+    }
+    throw e;
+  }
+  v = BigInt(v);
+  if (v === 0n && !allowZero) {
+    throw new ScandumpError('INVALID_POSITION', 'chunk: iterator 0 (CF.LOADCHUNK would answer Invalid position)');
+  }
+  return v;
+}
+
+export { CF_HEADER_BYTES, CF_DEFAULT_MAX_EXPANSION };
 
 export { OPT_NOROUND, OPT_ENTS_IS_BITS, OPT_FORCE64, OPT_NO_SCALING, DEFAULT_MAX_BYTES, MAX_LAYERS };

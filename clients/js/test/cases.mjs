@@ -174,3 +174,69 @@ export const CHUNKS = [
   [2n ** 53n + 5n, new Uint8Array(10), 'NO_LINK', 'offset 9007199254740986'],
 ];
 
+
+// ---------------------------------------------------------------------------------------------
+// Cuckoo filters: CF.SCANDUMP walks, each with the checker's verdict (`code`, null = accepted)
+// and, for the live test, what CF.LOADCHUNK answers when the walk's pairs are sent in order
+// (`server`: the first error, null = every pair answered OK; `live: false` = not sent, such as
+// a header the server would allocate gigabytes for). `walk(h)` builds the pairs from a header
+// maker `h({items, buckets, deletes, filters, bucketSize, maxIterations, expansion})`.
+/** A 38-byte header. */
+export function cfHeader({ items = 20n, buckets = 4n, deletes = 0n, filters = 1n, bucketSize = 2, maxIterations = 20, expansion = 1 } = {}) {
+  const h = new DataView(new ArrayBuffer(38));
+  h.setBigUint64(0, BigInt(items), true);
+  h.setBigUint64(8, BigInt(buckets), true);
+  h.setBigUint64(16, BigInt(deletes), true);
+  h.setBigUint64(24, BigInt(filters), true);
+  h.setUint16(32, bucketSize, true);
+  h.setUint16(34, maxIterations, true);
+  h.setUint16(36, expansion, true);
+  return new Uint8Array(h.buffer);
+}
+
+const bytes = (n, v = 0) => new Uint8Array(n).fill(v);
+const CANNOT_CREATE = "Couldn't create filter!";
+const CANNOT_LOAD = "Couldn't load chunk!";
+export const CF_HOSTILE = [
+  { name: 'one sub-filter', walk: (h) => [[1, h()], [9, bytes(8, 7)]], code: null, server: null },
+  { name: 'two sub-filters', walk: (h) => [[1, h({ filters: 2n })], [9, bytes(8, 7)], [17, bytes(8, 9)]], code: null, server: null },
+  { name: 'expansion 3: 4 then 12 buckets', walk: (h) => [[1, h({ filters: 2n, expansion: 3 })], [9, bytes(8)], [33, bytes(24, 5)]], code: null, server: null,
+    check: (f) => { if (f.subFilterBuckets.join() !== '4,12') throw new Error(`buckets ${f.subFilterBuckets}`); } },
+  { name: 'a start past the last sub-filter lands in the last one', walk: (h) => [[1, h({ filters: 2n })], [9, bytes(8)], [25, bytes(8, 3)]], code: null, server: null },
+  { name: 'sub-filter count kept in 16 bits', walk: (h) => [[1, h({ filters: (1n << 32n) + 1n })], [9, bytes(8)]], code: null, server: null },
+  { name: 'header of 37 bytes', walk: (h) => [[1, h().subarray(0, 37)]], code: 'INVALID_HEADER', server: 'Invalid header' },
+  { name: 'header of 39 bytes', walk: (h) => [[1, Uint8Array.from([...h(), 0])]], code: 'INVALID_HEADER', server: 'Invalid header' },
+  { name: 'empty header', walk: () => [[1, bytes(0)]], code: 'INVALID_HEADER', server: 'Invalid header' },
+  { name: '3 buckets', walk: (h) => [[1, h({ buckets: 3n })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE, message: /not a power of two/ },
+  { name: '0 buckets', walk: (h) => [[1, h({ buckets: 0n })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: '2^56 buckets', walk: (h) => [[1, h({ buckets: 1n << 56n })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: 'bucket size 0', walk: (h) => [[1, h({ bucketSize: 0 })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: 'bucket size 256', walk: (h) => [[1, h({ bucketSize: 256 })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: 'max iterations 0', walk: (h) => [[1, h({ maxIterations: 0 })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: '0 sub-filters', walk: (h) => [[1, h({ filters: 0n })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: '65536 sub-filters (0 in 16 bits)', walk: (h) => [[1, h({ filters: 65536n })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: '2 sub-filters with expansion 0', walk: (h) => [[1, h({ filters: 2n, expansion: 0 })]], code: 'CANNOT_CREATE', server: CANNOT_CREATE },
+  { name: 'expansion 32769 (RedisBloom 8 refuses it)', walk: (h) => [[1, h({ expansion: 32769 })], [9, bytes(8)]], code: 'CANNOT_CREATE', live: false },
+  { name: 'expansion 32769 with maxExpansion 65535', walk: (h) => [[1, h({ expansion: 32769 })], [9, bytes(8)]], opts: { maxExpansion: 65535 }, code: null, live: false },
+  { name: 'a sub-filter past 2^56 buckets', walk: (h) => [[1, h({ buckets: 1n << 50n, filters: 2n, expansion: 256 })]], opts: { maxBytes: Infinity }, code: 'CANNOT_CREATE', live: false, message: /sub-filter 1/ },
+  { name: 'tables over maxBytes', walk: (h) => [[1, h({ buckets: 1n << 30n })]], code: 'OUT_OF_MEMORY', live: false },
+  { name: 'tables over a small maxBytes', walk: (h) => [[1, h({ filters: 3n })]], opts: { maxBytes: 20 }, code: 'OUT_OF_MEMORY', live: false, message: /sub-filter 2/ },
+  { name: 'a chunk before the header', walk: () => [[9, bytes(8)]], code: 'NOT_FOUND', server: 'ERR not found' },
+  { name: 'position abc', walk: (h) => [[1, h()], ['abc', bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position 1.0', walk: (h) => [[1, h()], ['1.0', bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position ""', walk: (h) => [[1, h()], ['', bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position +9', walk: (h) => [[1, h()], ['+9', bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position 0 with data', walk: (h) => [[1, h()], [0, bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position 2^63', walk: (h) => [[1, h()], ['9223372036854775808', bytes(8)]], code: 'INVALID_POSITION', server: 'Invalid position' },
+  { name: 'position 2^63 - 1', walk: (h) => [[1, h()], ['9223372036854775807', bytes(8)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'position -1', walk: (h) => [[1, h()], [-1, bytes(8)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'a second header', walk: (h) => [[1, h()], [1, h()]], code: 'ITEM_EXISTS', server: 'ERR item exists' },
+  { name: 'an empty chunk', walk: (h) => [[1, h()], [9, bytes(0)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'a chunk longer than its sub-filter', walk: (h) => [[1, h()], [73, bytes(72)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'a chunk crossing into the next sub-filter', walk: (h) => [[1, h({ filters: 2n })], [13, bytes(8)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'position smaller than the length', walk: (h) => [[1, h()], [7, bytes(8)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'far past the end', walk: (h) => [[1, h()], [100009, bytes(8)]], code: 'CANNOT_LOAD', server: CANNOT_LOAD },
+  { name: 'header only', walk: (h) => [[1, h()]], code: 'INCOMPLETE', server: null },
+  { name: 'a sub-filter missing', walk: (h) => [[1, h({ filters: 2n })], [9, bytes(8)]], code: 'INCOMPLETE', server: null },
+  { name: 'half a sub-filter', walk: (h) => [[1, h()], [5, bytes(4)]], code: 'INCOMPLETE', server: null },
+];

@@ -1,4 +1,5 @@
-"""Check membership in a redis-bf / RedisBloom Bloom filter locally, from its BF.SCANDUMP dump.
+"""Check membership in a redis-bf / RedisBloom Bloom filter locally, from its BF.SCANDUMP dump
+(and in a cuckoo filter, from its CF.SCANDUMP dump: :class:`CuckooFilter`).
 
 Pure Python, no dependencies. ``BloomFilter.from_scandump(chunks)`` takes the ``(iterator,
 bytes)`` pairs of a whole ``BF.SCANDUMP`` walk (header first) and ``filter.contains(item)``
@@ -94,6 +95,12 @@ class ScandumpError(ValueError):
     or one the server has no equivalent for: ``"UNSUPPORTED"`` (a window filter's dump, which
     the server loads but this checker does not read) and ``"INCOMPLETE"`` (a walk with bytes
     missing).
+
+    For a cuckoo filter's walk (:class:`CuckooFilter`), CF.LOADCHUNK's verdicts:
+    ``"INVALID_HEADER"`` (``Invalid header``), ``"CANNOT_CREATE"`` (``Couldn't create
+    filter!``), ``"CANNOT_LOAD"`` (``Couldn't load chunk!``), ``"INVALID_POSITION"``
+    (``Invalid position``), ``"ITEM_EXISTS"`` (``ERR item exists``: a second header),
+    ``"NOT_FOUND"``, and ``"OUT_OF_MEMORY"`` / ``"INCOMPLETE"`` as above.
     """
 
     def __init__(self, code: str, message: str):
@@ -548,3 +555,274 @@ class BloomFilter:
     def capacity(self) -> int:
         """Sum of the layers' capacities (BF.INFO Capacity)."""
         return sum(layer.entries for layer in self.layers)
+
+
+# -- cuckoo filters (CF.*) ---------------------------------------------------------------------
+#
+# Format (what CF.SCANDUMP returns): the first pair is ``(1, header)``, 38 bytes packed little
+# endian: u64 items, u64 buckets (of the first sub-filter), u64 deletes, u64 sub-filters (the
+# server keeps the low 16 bits), u16 bucket size, u16 max iterations, u16 expansion. Sub-filter
+# ``i`` has ``buckets * expansion**i`` buckets of ``bucket size`` one-byte slots (0 = empty).
+# Each later pair is ``(next iterator, data)``: a run of the sub-filters' tables laid end to
+# end (oldest first) starting at byte offset ``next - len - 1``, never crossing a sub-filter.
+#
+# An item's hash is ``h = MurmurHash64A(item, 0)``; its fingerprint ``fp = h % 255 + 1``, its
+# buckets ``h1 = h`` and ``h2 = h1 ^ (fp * 0x5bd1e995)`` (mod 2**64), each reduced modulo the
+# sub-filter's bucket count. CF.EXISTS: ``fp`` is in bucket ``h1`` or ``h2`` of some
+# sub-filter; CF.COUNT: the slots holding ``fp`` in both buckets of every sub-filter (one bucket
+# counted twice when ``h1`` and ``h2`` meet in it).
+
+#: Bytes of a CF.SCANDUMP header.
+CF_HEADER_BYTES = 38
+#: Largest bucket count of one sub-filter (2**56 - 1, the server's limit).
+CF_MAX_BUCKETS = (1 << 56) - 1
+#: Default largest expansion a header may have (RedisBloom 8's CF.LOADCHUNK limit; the
+#: Redis 7 line accepts any 16-bit value).
+CF_DEFAULT_MAX_EXPANSION = 32768
+_CF_HEADER = struct.Struct("<QQQQHHH")
+_CF_ALT = 0x5BD1E995
+
+__all__ += ["CuckooFilter", "cuckoo_lookup", "CF_HEADER_BYTES", "CF_DEFAULT_MAX_EXPANSION"]
+
+
+def cuckoo_lookup(item: Union[str, Bytes]) -> Tuple[int, int, int]:
+    """``(fp, h1, h2)`` of an item: fingerprint (1-255) and both bucket indexes before
+    reduction (64-bit)."""
+    data = item.encode("utf-8") if isinstance(item, str) else bytes(item)
+    h = murmur64a(data, 0)
+    fp = h % 255 + 1
+    return fp, h, h ^ ((fp * _CF_ALT) & _MASK64)
+
+
+def _cf_position(it, allow_zero: bool = False) -> int:
+    """A CF.LOADCHUNK position as the server reads it (Redis' integer rules; 0 refused)."""
+    try:
+        v = _as_iterator(it, "chunk")
+    except ScandumpError as e:
+        raise ScandumpError(
+            "INVALID_POSITION", str(e).replace(_NUMERIC, "CF.LOADCHUNK would answer Invalid position")
+        ) from None
+    if v == 0 and not allow_zero:
+        raise ScandumpError("INVALID_POSITION", "chunk: iterator 0 (CF.LOADCHUNK would answer Invalid position)")
+    return v
+
+
+def _cf_bytes(data, what: str) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("%s: data must be bytes, not %s" % (what, type(data).__name__))
+
+
+class CuckooFilter:
+    """A cuckoo filter rebuilt from a CF.SCANDUMP walk; read-only. :meth:`contains` answers as
+    CF.EXISTS / CF.MEXISTS, :meth:`count` as CF.COUNT."""
+
+    def __init__(self, items, buckets, deletes, bucket_size, max_iterations, expansion, sub_buckets):
+        #: Items the server counts (CF.INFO ``Number of items inserted``), as the header gives it.
+        self.items = items
+        #: Buckets of the first sub-filter (CF.INFO ``Number of buckets``).
+        self.buckets = buckets
+        #: Deletions since the last compaction (CF.INFO ``Number of items deleted``).
+        self.deletes = deletes
+        #: Slots per bucket (CF.INFO ``Bucket size``).
+        self.bucket_size = bucket_size
+        #: Evictions an insertion tries (CF.INFO ``Max iterations``).
+        self.max_iterations = max_iterations
+        #: Growth factor (CF.INFO ``Expansion rate``).
+        self.expansion = expansion
+        #: Buckets of each sub-filter, oldest first.
+        self.sub_filter_buckets = list(sub_buckets)
+        self._tables: List[Optional[bytearray]] = [None] * len(self.sub_filter_buckets)
+
+    @classmethod
+    def empty(cls) -> "CuckooFilter":
+        """The filter with no sub-filters (what a walk with no pair stands for: CF.SCANDUMP
+        answers ``[0, nil]`` at once for a filter with no items): False / 0 for everything."""
+        return cls(0, 0, 0, 0, 0, 0, [])
+
+    @property
+    def sub_filter_count(self) -> int:
+        """Number of sub-filters (CF.INFO ``Number of filters``)."""
+        return len(self.sub_filter_buckets)
+
+    @property
+    def byte_length(self) -> int:
+        """Total bytes of the tables."""
+        return sum(b * self.bucket_size for b in self.sub_filter_buckets)
+
+    @classmethod
+    def decode_header(
+        cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES, max_expansion: int = CF_DEFAULT_MAX_EXPANSION
+    ) -> "CuckooFilter":
+        """Decodes a header (CF.SCANDUMP's data for iterator 0) with CF.LOADCHUNK's checks, in
+        the server's order, allocating nothing. Raises :class:`ScandumpError`."""
+        _check_max_bytes(max_bytes)
+        if isinstance(max_expansion, bool) or not isinstance(max_expansion, int) or not 0 <= max_expansion <= 0xFFFF:
+            raise TypeError("max_expansion must be an int in 0..65535, not %r" % (max_expansion,))
+        data = _cf_bytes(data, "header")
+        if len(data) != CF_HEADER_BYTES:
+            raise ScandumpError(
+                "INVALID_HEADER",
+                "bad CF.SCANDUMP header: %d bytes, %d expected (CF.LOADCHUNK would answer Invalid header)"
+                % (len(data), CF_HEADER_BYTES),
+            )
+        items, buckets, deletes, sent, bs, mi, exp = _CF_HEADER.unpack(data)
+        count = sent & 0xFFFF  # the server stores the sub-filter count in 16 bits
+
+        def bad(why):
+            return ScandumpError(
+                "CANNOT_CREATE", "bad CF.SCANDUMP header: %s (CF.LOADCHUNK would answer Couldn't create filter!)" % why
+            )
+
+        if bs == 0 or bs > 255:
+            raise bad("bucket size %d is outside 1..255" % bs)
+        if mi == 0:
+            raise bad("max iterations 0")
+        if exp > max_expansion:
+            raise bad("expansion %d is above %d (argument max_expansion)" % (exp, max_expansion))
+        if count == 0:
+            raise bad("%d sub-filters (%d in the server's 16 bits)" % (sent, count))
+        if exp == 0 and count > 1:
+            raise bad("%d sub-filters with expansion 0" % count)
+        if buckets == 0:
+            raise bad("0 buckets")
+        if buckets > CF_MAX_BUCKETS:
+            raise bad("%d buckets, above 2^56 - 1" % buckets)
+        if buckets & (buckets - 1):
+            raise bad("%d buckets, not a power of two" % buckets)
+        sizes = []
+        n = buckets
+        total = 0
+        for i in range(count):
+            if i:
+                n *= exp
+            if n > CF_MAX_BUCKETS:
+                raise bad("sub-filter %d would have %d buckets, above 2^56 - 1" % (i, n))
+            total += n * bs
+            if total > _MASK64:
+                raise bad("the tables' byte count overflows 64 bits at sub-filter %d" % i)
+            if total > max_bytes:
+                raise ScandumpError(
+                    "OUT_OF_MEMORY",
+                    "the tables take more than %d bytes (argument max_bytes) from sub-filter %d on: %d bytes so far"
+                    % (max_bytes, i, total),
+                )
+            sizes.append(n)
+        return cls(items, buckets, deletes, bs, mi, exp, sizes)
+
+    def _place(self, it, data: bytes) -> Tuple[int, int, int, int]:
+        """Where a chunk goes, with CF.LOADCHUNK's checks: ``(start, end)`` over all tables,
+        sub-filter index, offset in it. Writes nothing."""
+        pos = _cf_position(it)
+        if pos == 1:
+            raise ScandumpError(
+                "ITEM_EXISTS", "a second header (iterator 1) after the first (CF.LOADCHUNK would answer ERR item exists)"
+            )
+        n = len(data)
+
+        def refuse(why):
+            return ScandumpError(
+                "CANNOT_LOAD", "invalid chunk at iterator %d: %s (CF.LOADCHUNK would answer Couldn't load chunk!)" % (pos, why)
+            )
+
+        if n == 0:
+            raise refuse("empty chunk")
+        # As the server: the sub-filter holding the start; a start past the last sub-filter is
+        # taken relative to the end of the tables, inside the last one.
+        offset = pos - n - 1
+        sizes = [b * self.bucket_size for b in self.sub_filter_buckets]
+        at = len(sizes) - 1
+        base = 0
+        for i, size in enumerate(sizes):
+            if offset < size:
+                at = i
+                break
+            offset -= size
+            if i < len(sizes) - 1:
+                base += size
+        if offset < 0:
+            raise refuse("it starts before the first byte (offset %d)" % (pos - n - 1))
+        if sizes[at] < offset + n:
+            raise refuse("%d bytes from offset %d of sub-filter %d run past its end (%d bytes)" % (n, offset, at, sizes[at]))
+        return base + offset, base + offset + n, at, offset
+
+    def apply_chunk(self, iterator, data: Bytes) -> Tuple[int, int]:
+        """Copies one chunk in (``iterator``: what CF.SCANDUMP returned with it), with
+        CF.LOADCHUNK's checks; returns the ``(start, end)`` offsets written. Nothing changes
+        when it raises."""
+        data = _cf_bytes(data, "chunk")
+        start, end, at, off = self._place(iterator, data)
+        table = self._tables[at]
+        if table is None:
+            table = self._tables[at] = bytearray(self.sub_filter_buckets[at] * self.bucket_size)
+        table[off : off + len(data)] = data
+        return start, end
+
+    @classmethod
+    def from_scandump(
+        cls, chunks: Iterable[Sequence], max_bytes: int = DEFAULT_MAX_BYTES, max_expansion: int = CF_DEFAULT_MAX_EXPANSION
+    ) -> "CuckooFilter":
+        """Rebuilds a filter from the ``(iterator, data)`` pairs of a whole CF.SCANDUMP walk,
+        header (iterator 1) first; a final ``(0, None)`` pair is ignored, and a walk with no
+        pair at all is the empty filter. Every CF.LOADCHUNK check applies and the chunks must
+        cover every table byte. ``max_expansion``: largest expansion accepted (default 32768,
+        RedisBloom 8's limit; the Redis 7 line accepts up to 65535). Raises
+        :class:`ScandumpError`."""
+        filt: Optional[CuckooFilter] = None
+        placed = []
+        for pair in chunks:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError("each chunk must be an (iterator, data) pair")
+            it, raw = pair
+            if (raw is None or (isinstance(raw, (bytes, bytearray, memoryview)) and len(raw) == 0)) and _cf_position(
+                it, True
+            ) == 0:
+                continue  # the end of the walk: [0, nil]
+            data = _cf_bytes(raw, "chunk")
+            if filt is None:
+                pos = _cf_position(it)
+                if pos != 1:
+                    raise ScandumpError(
+                        "NOT_FOUND",
+                        "the first pair must be the header (iterator 1), got iterator %d (CF.LOADCHUNK of a "
+                        "chunk before its header would answer ERR not found)" % pos,
+                    )
+                filt = cls.decode_header(data, max_bytes, max_expansion)
+                continue
+            s, e, _, _ = filt._place(it, data)
+            placed.append((s, e, it, data))
+        if filt is None:
+            return cls.empty()
+        covered = 0
+        for s, e, _, _ in sorted(placed, key=lambda p: p[0]):
+            if s > covered:
+                break
+            covered = max(covered, e)
+        total = filt.byte_length
+        if covered < total:
+            raise ScandumpError(
+                "INCOMPLETE", "incomplete CF.SCANDUMP walk: bytes from offset %d of %d are missing" % (covered, total)
+            )
+        for _, _, it, data in placed:  # in walk order: a later chunk overwrites an earlier one
+            filt.apply_chunk(it, data)
+        return filt
+
+    def _buckets_of(self, item):
+        fp, h1, h2 = cuckoo_lookup(item)
+        bs = self.bucket_size
+        for n, table in zip(self.sub_filter_buckets, self._tables):
+            if table is None:
+                continue
+            a = (h1 % n) * bs
+            b = (h2 % n) * bs
+            yield fp, table[a : a + bs], table[b : b + bs]
+
+    def contains(self, item: Union[str, Bytes]) -> bool:
+        """True when ``item`` may be in the filter (CF.EXISTS's 1); False means it certainly is
+        not (never added, or deleted as often as added). A ``str`` is hashed as UTF-8."""
+        return any(fp in a or fp in b for fp, a, b in self._buckets_of(item))
+
+    def count(self, item: Union[str, Bytes]) -> int:
+        """CF.COUNT's answer: the slots holding the item's fingerprint in its two buckets of
+        every sub-filter (one bucket counted twice when both indexes meet in it)."""
+        return sum(a.count(fp) + b.count(fp) for fp, a, b in self._buckets_of(item))
