@@ -832,3 +832,49 @@ fn memory_budget_refusals() {
     t.ok("CONFIG SET bf.max-filter-bytes 0");
     t.eq("CF.ADD small s:late", "1");
 }
+
+/// CF.MEXISTS on a filter big enough for its prefetching batches answers as CF.EXISTS does,
+/// item by item, for batches of every length around the batch size.
+#[test]
+fn mexists_on_a_big_filter_matches_exists() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let _: () = cmd("CF.RESERVE")
+        .arg("bigm")
+        .arg(1 << 21)
+        .query(&mut con)
+        .unwrap();
+    let items: Vec<String> = (0..3000).map(|i| format!("b:{i}")).collect();
+    let r: Vec<i64> = cmd("CF.INSERT")
+        .arg("bigm")
+        .arg("ITEMS")
+        .arg(&items)
+        .query(&mut con)
+        .unwrap();
+    assert!(r.iter().all(|&v| v == 1));
+    let probes: Vec<String> = (0..1500)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("b:{i}")
+            } else {
+                format!("absent:{i}")
+            }
+        })
+        .collect();
+    let mut pipe = redis::pipe();
+    for p in &probes {
+        pipe.cmd("CF.EXISTS").arg("bigm").arg(p);
+    }
+    let one_by_one: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert!(one_by_one.iter().step_by(2).all(|&v| v == 1));
+    for len in [1, 15, 16, 17, 33, 1500] {
+        for chunk in probes.chunks(len).zip(one_by_one.chunks(len)).take(4) {
+            let got: Vec<i64> = cmd("CF.MEXISTS")
+                .arg("bigm")
+                .arg(chunk.0)
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(&got[..], chunk.1, "batch of {len}");
+        }
+    }
+}

@@ -210,3 +210,47 @@ pub fn bucket_size_text(max: i64) -> Fail {
         Fail::Owned(format!("BUCKETSIZE: value must be in the range [1, {max}]"))
     }
 }
+
+/// Sub-filters smaller than this are read without prefetching: they stay in cache.
+pub const PREFETCH_MIN_BYTES: u64 = 1 << 20;
+
+/// How many items the batch commands (CF.MEXISTS, CF.INSERT) hash and prefetch ahead of the
+/// one they work on, so that the cache misses of several items overlap.
+pub const LOOKUPS_IN_FLIGHT: usize = 16;
+
+/// True when `cf` has a sub-filter big enough for prefetching to pay.
+pub fn worth_prefetching(cf: &Cuckoo) -> bool {
+    cf.filters.iter().any(|f| f.bytes() >= PREFETCH_MIN_BYTES)
+}
+
+/// Asks the CPU to start loading both buckets of `l` in every big sub-filter of `cf`, without
+/// waiting: a hint that changes no result.
+#[inline]
+pub fn prefetch(cf: &Cuckoo, l: &cuckoo::Lookup) {
+    let bs = usize::from(cf.bucket_size);
+    for f in cf
+        .filters
+        .iter()
+        .filter(|f| f.bytes() >= PREFETCH_MIN_BYTES)
+    {
+        for h in [l.h1, l.h2] {
+            prefetch_byte(&f.data, f.reduce(h) as usize * bs);
+        }
+    }
+}
+
+#[inline(always)]
+fn prefetch_byte(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < data.len() {
+        // SAFETY: a prefetch is a hint that reads no data into the program and cannot fault;
+        // the address is inside `data` anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                data.as_ptr().add(at).cast(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
