@@ -878,3 +878,74 @@ fn mexists_on_a_big_filter_matches_exists() {
         }
     }
 }
+
+/// Keyspace notifications (class `d`): `cf.reserve` on creation (before the add's event),
+/// `cf.add` when an add stored an item, `cf.del` when CF.DEL removed a copy, `cf.compact`;
+/// nothing for reads, refusals and writes that changed nothing.
+#[test]
+fn keyspace_events() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyevent@*__:*").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Edg")
+        .query(&mut c)
+        .unwrap();
+    for (commands, want) in [
+        ("CF.RESERVE r 100", "cf.reserve r"),
+        (
+            "CF.RESERVE r 100; CF.RESERVE r2 1; CF.RESERVE s 100 FOO",
+            "",
+        ),
+        ("CF.ADD a x", "cf.reserve a, cf.add a"),
+        ("CF.ADDNX a x; CF.INSERTNX a ITEMS x x", ""),
+        ("CF.ADD a x", "cf.add a"),
+        (
+            "CF.INSERT i CAPACITY 50 ITEMS p q",
+            "cf.reserve i, cf.add i",
+        ),
+        ("CF.INSERTNX i NOCREATE ITEMS p z", "cf.add i"),
+        (
+            "CF.INSERT nope NOCREATE ITEMS p; CF.INSERT nope CAPACITY 1 ITEMS p",
+            "",
+        ),
+        ("CF.EXISTS a x; CF.MEXISTS a x y; CF.COUNT a x", ""),
+        ("CF.DEL a never; CF.DEL nokey x", ""),
+        ("CF.DEL a x", "cf.del a"),
+        ("CF.COMPACT a", "cf.compact a"),
+        ("CF.COMPACT nokey", ""),
+        (
+            "CF.RESERVE full 4 MAXITERATIONS 1 EXPANSION 0; CF.INSERT full ITEMS 0 1 2 3",
+            "cf.reserve full, cf.add full",
+        ),
+    ] {
+        for line in commands.split("; ") {
+            let args = common::split_args(line);
+            let mut command = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
+            for a in &args[1..] {
+                command.arg(&a[..]);
+            }
+            let _ = command.query::<redis::Value>(&mut c);
+        }
+        // A sentinel: an event of a generic command marks the end of these commands' events.
+        let _: () = cmd("SET").arg("sentinel").arg(1).query(&mut c).unwrap();
+        let _: () = cmd("DEL").arg("sentinel").query(&mut c).unwrap();
+        let mut got = Vec::new();
+        loop {
+            let m = ps.get_message().expect("notification");
+            let channel = m.get_channel_name().to_string();
+            let key: String = m.get_payload().unwrap();
+            let event = channel.rsplit(':').next().unwrap().to_string();
+            if key == "sentinel" {
+                break;
+            }
+            got.push(format!("{event} {key}"));
+        }
+        assert_eq!(got.join(", "), want, "{commands}");
+    }
+}
