@@ -17,7 +17,10 @@
 //! must not add what the primary refused for lack of memory); nothing when nothing was stored.
 //! From the primary or the AOF, max expansions and the memory budget do not apply.
 
-use super::common::{self, create, replicate_reserve, texts, Fail, Params};
+use super::common::LOOKUPS_IN_FLIGHT;
+use super::common::{
+    self, create, prefetch, replicate_reserve, texts, worth_prefetching, Fail, Params,
+};
 use crate::bloom::cuckoo::{Cuckoo, Insert, Lookup as Item};
 use crate::module::args::{parse_i64, Arg, ArgBytes};
 use crate::module::bloom_type::Lookup;
@@ -198,30 +201,43 @@ fn add(ctx: &Context, args: &[Arg], items: &[Arg], o: &Options, d: &CfDefaults) 
     // The items to replicate once one was refused: those before it and every later one not
     // refused (None while nothing was refused, the command is then replicated as sent).
     let mut kept: Option<Vec<*mut raw::RedisModuleString>> = None;
-    for (n, item) in items.iter().enumerate() {
-        let r = grower.insert(ctx, cf, &Item::of(item.as_slice()), o.nx, key_name, o);
-        match r {
-            Insert::Inserted | Insert::Exists => {
-                let inserted = r == Insert::Inserted;
-                stored += usize::from(inserted);
-                if o.nx {
-                    send_int(ctx, i64::from(inserted));
-                } else {
-                    send_bool(ctx, true);
-                }
-                if let Some(k) = kept.as_mut() {
-                    k.push(item.inner);
-                }
+    // Items are hashed a group at a time; on a big filter their buckets are prefetched before
+    // the first of the group is inserted, so that their cache misses overlap.
+    let prefetching = worth_prefetching(cf);
+    let mut lookups = [Item::from_hash(0); LOOKUPS_IN_FLIGHT];
+    for (g, group) in items.chunks(LOOKUPS_IN_FLIGHT).enumerate() {
+        for (l, item) in lookups.iter_mut().zip(group) {
+            *l = Item::of(item.as_slice());
+            if prefetching {
+                prefetch(cf, l);
             }
-            Insert::Full | Insert::CannotGrow => {
-                let r3 = *resp3.get_or_insert_with(|| common::is_resp3(ctx));
-                if r3 && !o.nx {
-                    send_bool(ctx, false);
-                } else {
-                    send_int(ctx, -1);
+        }
+        for (j, (item, l)) in group.iter().zip(&lookups).enumerate() {
+            let n = g * LOOKUPS_IN_FLIGHT + j;
+            let r = grower.insert(ctx, cf, l, o.nx, key_name, o);
+            match r {
+                Insert::Inserted | Insert::Exists => {
+                    let inserted = r == Insert::Inserted;
+                    stored += usize::from(inserted);
+                    if o.nx {
+                        send_int(ctx, i64::from(inserted));
+                    } else {
+                        send_bool(ctx, true);
+                    }
+                    if let Some(k) = kept.as_mut() {
+                        k.push(item.inner);
+                    }
                 }
-                if kept.is_none() {
-                    kept = Some(items[..n].iter().map(|a| a.inner).collect());
+                Insert::Full | Insert::CannotGrow => {
+                    let r3 = *resp3.get_or_insert_with(|| common::is_resp3(ctx));
+                    if r3 && !o.nx {
+                        send_bool(ctx, false);
+                    } else {
+                        send_int(ctx, -1);
+                    }
+                    if kept.is_none() {
+                        kept = Some(items[..n].iter().map(|a| a.inner).collect());
+                    }
                 }
             }
         }
