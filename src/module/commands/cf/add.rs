@@ -1,6 +1,6 @@
 //! `CF.ADD key item`, `CF.ADDNX key item`, `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item …`
-//! and `CF.INSERTNX` (same options) (`docs/commands.md` ("CF.ADD", "CF.INSERT", "Replication
-//! and AOF")).
+//! and `CF.INSERTNX` (same options); replication as for the Bloom commands
+//! (`docs/commands.md` ("Replication and AOF")), with the cuckoo forms below.
 //!
 //! As RedisBloom: a missing key is created with the `cf` defaults (`config::cf_defaults`,
 //! CAPACITY replacing the initial size); CF.INSERT's options are told apart by their first

@@ -1,4 +1,4 @@
-//! `CF.DEL key item` and `CF.COMPACT key` (`docs/commands.md` ("CF.DEL")).
+//! `CF.DEL key item` and `CF.COMPACT key`.
 //!
 //! CF.DEL removes one copy of the item's fingerprint (newest sub-filter first) and may compact
 //! (see `redis_bf_core::cuckoo`); CF.COMPACT compacts every sub-filter it can. Sub-filters left

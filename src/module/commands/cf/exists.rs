@@ -1,6 +1,5 @@
-//! `CF.EXISTS key item`, `CF.MEXISTS key item [item …]` and `CF.COUNT key item`
-//! (`docs/commands.md` ("CF.EXISTS")). As RedisBloom, a missing key **and a key of another
-//! type** answer 0 for every item, without an error. EXISTS / MEXISTS answer booleans in
+//! `CF.EXISTS key item`, `CF.MEXISTS key item [item …]` and `CF.COUNT key item`.
+//! As RedisBloom, a missing key **and a key of another type** answer 0 for every item, without an error. EXISTS / MEXISTS answer booleans in
 //! RESP3, COUNT integers.
 
 use super::common::{prefetch, worth_prefetching, LOOKUPS_IN_FLIGHT};

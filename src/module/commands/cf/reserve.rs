@@ -1,5 +1,4 @@
 //! `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`
-//! (`docs/commands.md` ("CF.RESERVE")).
 //!
 //! As RedisBloom: the arguments after the key come in pairs (an even count is an arity
 //! error); each option is the first argument equal to its keyword (any case) and takes the
