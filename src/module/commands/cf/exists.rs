@@ -1,6 +1,6 @@
 //! `CF.EXISTS key item`, `CF.MEXISTS key item [item …]` and `CF.COUNT key item`.
-//! As RedisBloom, a missing key **and a key of another type** answer 0 for every item, without an error. EXISTS / MEXISTS answer booleans in
-//! RESP3, COUNT integers.
+//! As RedisBloom, a missing key **and a key of another type** answer 0 for every item,
+//! without an error. EXISTS / MEXISTS answer booleans in RESP3, COUNT integers.
 
 use super::common::{prefetch, worth_prefetching, LOOKUPS_IN_FLIGHT};
 use crate::bloom::cuckoo::{Cuckoo, Lookup as Item};
