@@ -949,3 +949,51 @@ fn keyspace_events() {
         assert_eq!(got.join(", "), want, "{commands}");
     }
 }
+
+/// Single-item commands on an existing filter, and CF.MEXISTS / CF.INSERT without refusals,
+/// make no heap allocation in the module (`INFO bf` `bf_heap_allocations`).
+#[test]
+fn single_item_and_batch_commands_allocate_nothing() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let allocations =
+        |con: &mut redis::Connection| common::info_num(con, "bf", "bf_heap_allocations");
+    let _: () = cmd("CF.RESERVE")
+        .arg("al")
+        .arg(100_000)
+        .query(&mut con)
+        .unwrap();
+    let _: () = cmd("CF.RESERVE")
+        .arg("big")
+        .arg(1 << 21)
+        .query(&mut con)
+        .unwrap();
+    let mut p = redis::pipe();
+    for key in ["al", "big"] {
+        for i in 0..500 {
+            p.cmd("CF.ADD").arg(key).arg(format!("x{i}")).ignore();
+            p.cmd("CF.ADDNX").arg(key).arg(format!("x{i}")).ignore();
+            p.cmd("CF.EXISTS").arg(key).arg(format!("x{i}")).ignore();
+            p.cmd("CF.COUNT").arg(key).arg(format!("y{i}")).ignore();
+            p.cmd("CF.DEL").arg(key).arg(format!("x{i}")).ignore();
+        }
+        let items: Vec<String> = (0..100).map(|i| format!("z{i}")).collect();
+        p.cmd("CF.INSERT")
+            .arg(key)
+            .arg("ITEMS")
+            .arg(&items)
+            .ignore();
+        p.cmd("CF.INSERTNX")
+            .arg(key)
+            .arg("ITEMS")
+            .arg(&items)
+            .ignore();
+        p.cmd("CF.MEXISTS").arg(key).arg(&items).ignore();
+    }
+    let before = allocations(&mut con);
+    let () = p.query(&mut con).unwrap();
+    assert_eq!(allocations(&mut con) - before, 0);
+    // A creation allocates (the counter counts).
+    let _: () = cmd("CF.ADD").arg("new").arg("a").query(&mut con).unwrap();
+    assert!(allocations(&mut con) > before);
+}
