@@ -1,20 +1,71 @@
-//! CF command handlers: cf_exists, cf_mexists, cf_count (not implemented yet).
+//! `CF.EXISTS key item`, `CF.MEXISTS key item [item …]` and `CF.COUNT key item`.
+//! As RedisBloom, a missing key **and a key of another type** answer 0 for every item,
+//! without an error. EXISTS / MEXISTS answer booleans in RESP3, COUNT integers.
 
+use super::common::{prefetch, worth_prefetching, LOOKUPS_IN_FLIGHT};
+use crate::bloom::cuckoo::{Cuckoo, Lookup as Item};
 use crate::module::args::Arg;
-use crate::module::reply::Reply;
+use crate::module::bloom_type::Lookup;
+use crate::module::cuckoo_type::lookup;
+use crate::module::reply::{send_array_header, send_bool, Reply};
+use redis_module::key::RedisKey;
 use redis_module::Context;
 
-/// `CF.exists` (upper case): not implemented yet.
-pub fn cf_exists(_ctx: &Context, _args: &[Arg]) -> Reply {
-    Reply::Error("ERR not implemented yet")
+/// The key's filter, or none (missing or another type: every answer is 0).
+fn filter_of(key: &RedisKey) -> Option<&Cuckoo> {
+    match lookup(key) {
+        Lookup::Found(cf) => Some(cf),
+        Lookup::Missing | Lookup::WrongType => None,
+    }
 }
 
-/// `CF.mexists` (upper case): not implemented yet.
-pub fn cf_mexists(_ctx: &Context, _args: &[Arg]) -> Reply {
-    Reply::Error("ERR not implemented yet")
+/// CF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).
+pub fn cf_exists(ctx: &Context, args: &[Arg]) -> Reply {
+    if args.len() != 3 {
+        return Reply::WrongArity;
+    }
+    let key = ctx.open_key(&args[1].string());
+    Reply::Bool(filter_of(&key).is_some_and(|cf| cf.contains(args[2].as_slice())))
 }
 
-/// `CF.count` (upper case): not implemented yet.
-pub fn cf_count(_ctx: &Context, _args: &[Arg]) -> Reply {
-    Reply::Error("ERR not implemented yet")
+/// CF.MEXISTS: one answer per item, as an array (streamed, nothing allocated per item).
+pub fn cf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
+    if args.len() < 3 {
+        return Reply::WrongArity;
+    }
+    let key = ctx.open_key(&args[1].string());
+    let items = &args[2..];
+    send_array_header(ctx, items.len());
+    match filter_of(&key) {
+        None => items.iter().for_each(|_| send_bool(ctx, false)),
+        Some(cf) if worth_prefetching(cf) => {
+            // A big filter: each group of items is hashed and its buckets prefetched before
+            // any is read, so that their cache misses overlap.
+            for group in items.chunks(LOOKUPS_IN_FLIGHT) {
+                let mut lookups = [Item::from_hash(0); LOOKUPS_IN_FLIGHT];
+                for (l, item) in lookups.iter_mut().zip(group) {
+                    *l = Item::of(item.as_slice());
+                    prefetch(cf, l);
+                }
+                for l in &lookups[..group.len()] {
+                    send_bool(ctx, cf.contains_lookup(l));
+                }
+            }
+        }
+        Some(cf) => items.iter().for_each(|item| {
+            send_bool(ctx, cf.contains_lookup(&Item::of(item.as_slice())));
+        }),
+    }
+    Reply::Sent
+}
+
+/// CF.COUNT: how many slots hold the item's fingerprint in its buckets (an upper bound of the
+/// copies added and not deleted); an integer in both protocols.
+pub fn cf_count(ctx: &Context, args: &[Arg]) -> Reply {
+    if args.len() != 3 {
+        return Reply::WrongArity;
+    }
+    let key = ctx.open_key(&args[1].string());
+    let n = filter_of(&key).map_or(0, |cf| cf.count(args[2].as_slice()));
+    Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }

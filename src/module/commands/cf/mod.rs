@@ -5,6 +5,7 @@
 //! data type and its callbacks are `crate::module::cuckoo_type`.
 
 pub mod add;
+pub mod common;
 pub mod del;
 pub mod dump;
 pub mod exists;
