@@ -31,6 +31,7 @@ use crate::module::filter::shared::replicate_strings;
 use crate::module::memory::{abort_diverging, budget_for};
 use crate::module::reply::{send_array_header, send_bool, Reply, WRONGTYPE};
 use crate::module::server;
+use crate::module::stats;
 use redis_module::{raw, Context, RedisString};
 use std::ffi::CStr;
 
@@ -180,9 +181,11 @@ fn add(ctx: &Context, args: &[Arg], items: &[Arg], o: &Options, d: &CfDefaults) 
     if cf.filters.len() as u64 >= d.max_expansions && !common::internal(ctx) {
         return Reply::Error("Maximum expansions reached");
     }
+    let before = stats::CuckooFootprint::of(cf);
     let mut grower = Grower::default();
     if !o.multi {
         let r = grower.insert(ctx, cf, &Item::of(items[0].as_slice()), o.nx, key_name, o);
+        stats::cuckoo_changed(before, cf);
         return match r {
             Insert::Inserted => {
                 ctx.replicate_verbatim();
@@ -242,6 +245,7 @@ fn add(ctx: &Context, args: &[Arg], items: &[Arg], o: &Options, d: &CfDefaults) 
             }
         }
     }
+    stats::cuckoo_changed(before, cf);
     if stored > 0 {
         match kept {
             None => ctx.replicate_verbatim(),

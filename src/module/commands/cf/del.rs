@@ -15,7 +15,7 @@ use super::common::free_sub_filters;
 use crate::module::args::Arg;
 use crate::module::bloom_type::Lookup;
 use crate::module::commands::notify;
-use crate::module::cuckoo_type::lookup_mut;
+use crate::module::cuckoo_type::{lookup_mut, tracked};
 use crate::module::filter::shared::from_primary_or_aof;
 use crate::module::reply::Reply;
 use redis_module::{Context, ContextFlags};
@@ -34,7 +34,7 @@ pub fn cf_del(ctx: &Context, args: &[Arg]) -> Reply {
     let Lookup::Found(cf) = lookup_mut(&key) else {
         return Reply::Error("Not found");
     };
-    let (deleted, freed) = cf.delete(args[2].as_slice());
+    let (deleted, freed) = tracked(cf, |cf| cf.delete(args[2].as_slice()));
     free_sub_filters(freed);
     if deleted {
         ctx.replicate_verbatim();
@@ -58,7 +58,7 @@ pub fn cf_compact(ctx: &Context, args: &[Arg]) -> Reply {
     let Lookup::Found(cf) = lookup_mut(&key) else {
         return Reply::Error("Cuckoo filter was not found");
     };
-    free_sub_filters(cf.compact(true));
+    free_sub_filters(tracked(cf, |cf| cf.compact(true)));
     ctx.replicate_verbatim();
     notify(ctx, c"cf.compact", key_name);
     Reply::Ok
