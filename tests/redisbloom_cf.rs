@@ -8,7 +8,7 @@
 //!
 //! The only steps allowed to differ are listed in `tests/data/redisbloom_cf_differences.tsv`
 //! (battery `2.8/<name>` or `8.8/<name>`), each with the reply we give and the documented
-//! difference it is (`docs/commands.md`, "Cuckoo filters: differences from RedisBloom"). One test
+//! difference it is (`docs/commands.md` ("Common rules"): the cuckoo metadata). One test
 //! per set and battery, so that each reports on its own (`cargo test --release --test
 //! redisbloom_cf -- --nocapture` prints the counts).
 //!
