@@ -833,6 +833,72 @@ fn cuckoo_names(bin: &str) {
     assert_eq!(config_get(&mut con, "bf.cf-max-expansions"), "7");
 }
 
+/// The number of `CF.ADD`s a fresh filter of 4 single-slot buckets (growth 1) takes before
+/// `Maximum expansions reached`, and its sub-filters then; None when 300 adds all succeed.
+fn adds_until_max_expansions(con: &mut redis::Connection, key: &str) -> Option<(usize, i64)> {
+    let _: () = common::cmd("CF.RESERVE")
+        .arg(key)
+        .arg(&[
+            "4",
+            "BUCKETSIZE",
+            "1",
+            "MAXITERATIONS",
+            "1",
+            "EXPANSION",
+            "1",
+        ])
+        .query(con)
+        .unwrap();
+    for i in 0..300 {
+        let r: redis::RedisResult<i64> = common::cmd("CF.ADD").arg(key).arg(i).query(con);
+        if let Err(e) = r {
+            // The reply `-Maximum expansions reached`, as the client splits it.
+            assert_eq!(
+                (e.code(), e.detail()),
+                (Some("Maximum"), Some("expansions reached")),
+                "{e}"
+            );
+            let info: Vec<redis::Value> = common::cmd("CF.INFO").arg(key).query(con).unwrap();
+            let filters = match &info[5] {
+                redis::Value::Int(n) => *n,
+                v => panic!("CF.INFO {key}: {v:?}"),
+            };
+            return Some((i, filters));
+        }
+    }
+    None
+}
+
+/// `CF_MAX_EXPANSIONS n` (RedisBloom's load argument) and then `bf.cf-max-expansions` limit
+/// the sub-filters adds may grow a cuckoo filter to.
+fn cuckoo_max_expansions(bin: &str) {
+    let mut p = Proc::spawn(
+        bin,
+        &[format!("loadmodule {} CF_MAX_EXPANSIONS 2", module())],
+    );
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let (adds, filters) = adds_until_max_expansions(&mut con, "two").expect("refused");
+    assert_eq!(filters, 2, "{bin}");
+    assert!(adds > 4, "{bin}: {adds}");
+    let _: () = common::cmd("CONFIG SET bf.cf-max-expansions 3")
+        .query(&mut con)
+        .unwrap();
+    let (more, filters) = adds_until_max_expansions(&mut con, "three").expect("refused");
+    assert_eq!(filters, 3, "{bin}");
+    assert!(more > adds, "{bin}: {more} <= {adds}");
+    drop(p);
+    // The default: 32 sub-filters.
+    let mut p = Proc::spawn(bin, &[format!("loadmodule {}", module())]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let (most, filters) = adds_until_max_expansions(&mut con, "k").expect("refused");
+    assert_eq!(filters, 32, "{bin}");
+    assert!(most > more, "{bin}: {most} <= {more}");
+}
+
 macro_rules! per_server {
     ($($test:ident),* $(,)?) => {
         mod redis70 {
@@ -857,7 +923,8 @@ per_server!(
     load_lines,
     command_rates,
     redis8_names,
-    cuckoo_names
+    cuckoo_names,
+    cuckoo_max_expansions
 );
 
 /// Redis 8.0 (`REDIS80_SERVER`, else a `scripts/` build), skipped with a line when absent.
