@@ -17,7 +17,7 @@
 //!
 //! The cuckoo configs are RedisBloom 8's five `cf-*` configs: on Redis 8 registered under
 //! those names (unprefixed, RedisBloom 8's ranges and messages) with the `bf.cf-*` names as
-//! aliases; on Redis 7 and Valkey as `bf.cf-*` only ([`CF_CONFIGS`]). A bucket-size and an
+//! aliases; on Redis 7 and Valkey as `bf.cf-*` only (`CF_CONFIGS`). A bucket-size and an
 //! initial-size limit each other as in RedisBloom 8 (each is checked against the other's
 //! current value). `CF_MAX_EXPANSIONS` (RedisBloom's load argument) sets `cf-max-expansions`.
 //!
@@ -159,7 +159,7 @@ pub struct CfDefaults {
     pub max_expansions: u64,
 }
 
-/// The cuckoo defaults in force: the `cf-*` / `bf.cf-*` configs (see [`CF_CONFIGS`]), which
+/// The cuckoo defaults in force: the `cf-*` / `bf.cf-*` configs (see `CF_CONFIGS`), which
 /// the `CF_MAX_EXPANSIONS` load argument (and the other cuckoo load arguments) also set.
 pub fn cf_defaults() -> CfDefaults {
     let v = |c: CfConfig| CF_VALUES[c as usize].load(Ordering::Relaxed);
