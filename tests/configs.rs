@@ -324,6 +324,14 @@ fn config_get(con: &mut redis::Connection, name: &str) -> String {
     v[1].clone()
 }
 
+/// `CONFIG GET pattern` as sorted `name=value` lines.
+fn config_pairs(con: &mut redis::Connection, pattern: &str) -> Vec<String> {
+    let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
+    let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
+    pairs.sort();
+    pairs
+}
+
 /// A config-file line `name "value"` (quoted so that an empty value stays a value).
 fn conf_line(name: &str, value: &str) -> String {
     format!("{name} \"{value}\"")
@@ -623,12 +631,7 @@ fn redis8_names(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    let pairs = |con: &mut redis::Connection, pattern: &str| -> Vec<String> {
-        let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
-        let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
-        pairs.sort();
-        pairs
-    };
+    let pairs = config_pairs;
     assert_eq!(
         pairs(&mut con, "bf-*"),
         [
@@ -703,22 +706,25 @@ fn redis8_names(bin: &str) {
     assert_eq!(exp, [4]);
     drop(p);
     // MODULE LOADEX … CONFIG with RedisBloom 8's names.
+    let (_p, mut con) = loaded_with(bin, "CONFIG bf-error-rate 0.9 CONFIG bf-initial-size 7");
+    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.25");
+    assert_eq!(config_get(&mut con, "bf-initial-size"), "7");
+}
+
+/// A server without the module that then loads it with `MODULE LOADEX <module> <rest>` (the
+/// words of `rest`).
+fn loaded_with(bin: &str, rest: &str) -> (Proc, redis::Connection) {
+    let rest: Vec<&str> = rest.split_whitespace().collect();
     let mut p = Proc::spawn(bin, &[]);
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
     let _: () = common::cmd("MODULE LOADEX")
         .arg(module())
-        .arg("CONFIG")
-        .arg("bf-error-rate")
-        .arg("0.9")
-        .arg("CONFIG")
-        .arg("bf-initial-size")
-        .arg("7")
+        .arg(&rest)
         .query(&mut con)
-        .unwrap_or_else(|e| panic!("{bin}: LOADEX: {e}\n{}", p.log()));
-    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.25");
-    assert_eq!(config_get(&mut con, "bf-initial-size"), "7");
+        .unwrap_or_else(|e| panic!("{bin}: LOADEX {rest:?}: {e}\n{}", p.log()));
+    (p, con)
 }
 
 /// The cuckoo configs: `bf.cf-*` on every server (on Redis 8 aliases of RedisBloom 8's
@@ -737,12 +743,7 @@ fn cuckoo_names(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    let pairs = |con: &mut redis::Connection, pattern: &str| -> Vec<String> {
-        let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
-        let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
-        pairs.sort();
-        pairs
-    };
+    let pairs = config_pairs;
     let bucket = if redis8 { "4" } else { "2" };
     let want = [
         format!("cf-bucket-size={bucket}"),
@@ -815,20 +816,10 @@ fn cuckoo_names(bin: &str) {
     refused(&mut con, &["bf.cf-max-expansions", "0"], max);
     drop(p);
     // MODULE LOADEX … CONFIG with our names.
-    let mut p = Proc::spawn(bin, &[]);
-    let mut con = p
-        .wait()
-        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    let _: () = common::cmd("MODULE LOADEX")
-        .arg(module())
-        .arg("CONFIG")
-        .arg("bf.cf-initial-size")
-        .arg("100")
-        .arg("ARGS")
-        .arg("CF_MAX_EXPANSIONS")
-        .arg("7")
-        .query(&mut con)
-        .unwrap_or_else(|e| panic!("{bin}: LOADEX: {e}\n{}", p.log()));
+    let (_p, mut con) = loaded_with(
+        bin,
+        "CONFIG bf.cf-initial-size 100 ARGS CF_MAX_EXPANSIONS 7",
+    );
     assert_eq!(config_get(&mut con, "bf.cf-initial-size"), "100");
     assert_eq!(config_get(&mut con, "bf.cf-max-expansions"), "7");
 }

@@ -336,6 +336,28 @@ fn hold(slot: &AtomicPtr<raw::RedisModuleString>, text: &[u8]) {
     }
 }
 
+/// What a config get returns: the text held in `slot`, made by `text` when there is none.
+fn held_text(
+    slot: &AtomicPtr<raw::RedisModuleString>,
+    text: impl FnOnce() -> String,
+) -> *mut raw::RedisModuleString {
+    if slot.load(Ordering::Relaxed).is_null() {
+        hold(slot, text().as_bytes());
+    }
+    slot.load(Ordering::Relaxed)
+}
+
+/// A config set's status for Redis; a refusal's message is handed to it in `err`.
+fn set_status(r: Result<(), String>, err: *mut *mut raw::RedisModuleString) -> c_int {
+    match r {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        Err(msg) => {
+            set_error(err, &msg);
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
+
 /// Hands a config set's error message to Redis.
 fn set_error(err: *mut *mut raw::RedisModuleString, msg: &str) {
     // SAFETY: Redis passes a valid out-pointer and takes ownership of the error string it is
@@ -384,11 +406,7 @@ extern "C" fn redis8_get(
     privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     let index = privdata as usize;
-    let held = REDIS8_HELD[index].load(Ordering::Relaxed);
-    if held.is_null() {
-        hold(&REDIS8_HELD[index], current_text(index).as_bytes());
-    }
-    REDIS8_HELD[index].load(Ordering::Relaxed)
+    held_text(&REDIS8_HELD[index], || current_text(index))
 }
 
 extern "C" fn redis8_set(
@@ -399,16 +417,8 @@ extern "C" fn redis8_set(
 ) -> c_int {
     let index = privdata as usize;
     let text = RedisString::string_as_slice(val);
-    match set_redis8(index, text) {
-        Ok(shown) => {
-            hold(&REDIS8_HELD[index], &shown);
-            raw::REDISMODULE_OK as c_int
-        }
-        Err(msg) => {
-            set_error(err, &msg);
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
+    let r = set_redis8(index, text).map(|shown| hold(&REDIS8_HELD[index], &shown));
+    set_status(r, err)
 }
 
 /// Redis 8's registration: RedisBloom 8's three Bloom configs (see [`REDIS8_CONFIGS`]) and five
@@ -602,11 +612,9 @@ fn cf_store(index: usize, v: i64) {
 
 extern "C" fn cf_get(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
     let index = privdata as usize;
-    if CF_HELD[index].load(Ordering::Relaxed).is_null() {
-        let v = CF_VALUES[index].load(Ordering::Relaxed);
-        hold(&CF_HELD[index], v.to_string().as_bytes());
-    }
-    CF_HELD[index].load(Ordering::Relaxed)
+    held_text(&CF_HELD[index], || {
+        CF_VALUES[index].load(Ordering::Relaxed).to_string()
+    })
 }
 
 extern "C" fn cf_set(
@@ -623,25 +631,16 @@ extern "C" fn cf_set(
     } else {
         format!("bf.{}", spec.name)
     };
-    match cf_check(spec.config, RedisString::string_as_slice(val), &cf_values()) {
-        Ok(v) => {
-            cf_store(index, v);
-            raw::REDISMODULE_OK as c_int
-        }
-        Err(refusal) => {
-            let msg = match refusal {
-                CfRefusal::Invalid => format!("Invalid value for `{name}`"),
-                CfRefusal::Range(min, i64::MAX) => {
-                    format!("Value for `{name}` must be at least {min}")
-                }
-                CfRefusal::Range(min, max) => {
-                    format!("Value for `{name}` must be in the range [{min}, {max}]")
-                }
-            };
-            set_error(err, &msg);
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
+    let r = cf_check(spec.config, RedisString::string_as_slice(val), &cf_values())
+        .map(|v| cf_store(index, v))
+        .map_err(|refusal| match refusal {
+            CfRefusal::Invalid => format!("Invalid value for `{name}`"),
+            CfRefusal::Range(min, i64::MAX) => format!("Value for `{name}` must be at least {min}"),
+            CfRefusal::Range(min, max) => {
+                format!("Value for `{name}` must be in the range [{min}, {max}]")
+            }
+        });
+    set_status(r, err)
 }
 
 /// Registers [`CF_CONFIGS`] (see there for the names on each server line).
