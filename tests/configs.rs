@@ -54,6 +54,18 @@ const BAD: &[(&str, &str)] = &[
     ("bf.error-rate", "1e-305"),
     ("bf.error-rate", "0.01x"),
     ("bf.error-rate", ""),
+    // The cuckoo configs (RedisBloom 8's ranges; the bucket size at most half the initial size).
+    ("bf.cf-bucket-size", "0"),
+    ("bf.cf-bucket-size", "256"),
+    ("bf.cf-bucket-size", "x"),
+    ("bf.cf-initial-size", "3"),
+    ("bf.cf-initial-size", "1073741825"),
+    ("bf.cf-max-iterations", "0"),
+    ("bf.cf-max-iterations", "65536"),
+    ("bf.cf-expansion-factor", "-1"),
+    ("bf.cf-expansion-factor", "32769"),
+    ("bf.cf-max-expansions", "0"),
+    ("bf.cf-max-expansions", ""),
 ];
 
 /// `CONFIG SET bf.error-rate` inputs (read as strtod reads them) and what `CONFIG GET` prints:
@@ -312,6 +324,14 @@ fn config_get(con: &mut redis::Connection, name: &str) -> String {
     v[1].clone()
 }
 
+/// `CONFIG GET pattern` as sorted `name=value` lines.
+fn config_pairs(con: &mut redis::Connection, pattern: &str) -> Vec<String> {
+    let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
+    let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
+    pairs.sort();
+    pairs
+}
+
 /// A config-file line `name "value"` (quoted so that an empty value stays a value).
 fn conf_line(name: &str, value: &str) -> String {
     format!("{name} \"{value}\"")
@@ -470,7 +490,8 @@ fn config_set(bin: &str) {
     assert!(p.running().is_some(), "{bin}: server died\n{}", p.log());
 }
 
-/// RedisBloom's load lines start the server and apply ERROR_RATE; malformed ones are refused.
+/// RedisBloom's load lines start the server and apply ERROR_RATE and the cuckoo arguments;
+/// malformed ones are refused.
 fn load_lines(bin: &str) {
     for (args, rate) in GOOD_LOAD_LINES {
         let what = format!("{bin}: loadmodule … {}", args.join(" "));
@@ -482,10 +503,17 @@ fn load_lines(bin: &str) {
             .wait()
             .unwrap_or_else(|s| panic!("{what}: {s}\n{}", p.log()));
         assert_eq!(config_get(&mut con, "bf.error-rate"), *rate, "{what}");
-        let ignored = args
-            .iter()
-            .any(|a| a.to_ascii_lowercase().starts_with("cf"));
-        assert_eq!(p.log().contains("ignored"), ignored, "{what}\n{}", p.log());
+        // The cuckoo arguments take effect: `bf.cf-*` shows each (on every server).
+        for pair in args.chunks(2) {
+            let name = pair[0].to_ascii_lowercase().replace('_', "-");
+            if name.starts_with("cf-") {
+                assert_eq!(
+                    config_get(&mut con, &format!("bf.{name}")),
+                    pair[1],
+                    "{what}"
+                );
+            }
+        }
     }
     // ERROR_RATE applies to implicitly created filters (the first layer gets half of it).
     let mut p = Proc::spawn(
@@ -603,12 +631,7 @@ fn redis8_names(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    let pairs = |con: &mut redis::Connection, pattern: &str| -> Vec<String> {
-        let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
-        let mut pairs: Vec<String> = v.chunks(2).map(|c| c.join("=")).collect();
-        pairs.sort();
-        pairs
-    };
+    let pairs = config_pairs;
     assert_eq!(
         pairs(&mut con, "bf-*"),
         [
@@ -683,22 +706,188 @@ fn redis8_names(bin: &str) {
     assert_eq!(exp, [4]);
     drop(p);
     // MODULE LOADEX … CONFIG with RedisBloom 8's names.
+    let (_p, mut con) = loaded_with(bin, "CONFIG bf-error-rate 0.9 CONFIG bf-initial-size 7");
+    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.25");
+    assert_eq!(config_get(&mut con, "bf-initial-size"), "7");
+}
+
+/// A server without the module that then loads it with `MODULE LOADEX <module> <rest>` (the
+/// words of `rest`).
+fn loaded_with(bin: &str, rest: &str) -> (Proc, redis::Connection) {
+    let rest: Vec<&str> = rest.split_whitespace().collect();
     let mut p = Proc::spawn(bin, &[]);
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
     let _: () = common::cmd("MODULE LOADEX")
         .arg(module())
-        .arg("CONFIG")
-        .arg("bf-error-rate")
-        .arg("0.9")
-        .arg("CONFIG")
-        .arg("bf-initial-size")
-        .arg("7")
+        .arg(&rest)
         .query(&mut con)
-        .unwrap_or_else(|e| panic!("{bin}: LOADEX: {e}\n{}", p.log()));
-    assert_eq!(config_get(&mut con, "bf-error-rate"), "0.25");
-    assert_eq!(config_get(&mut con, "bf-initial-size"), "7");
+        .unwrap_or_else(|e| panic!("{bin}: LOADEX {rest:?}: {e}\n{}", p.log()));
+    (p, con)
+}
+
+/// The cuckoo configs: `bf.cf-*` on every server (on Redis 8 aliases of RedisBloom 8's
+/// `cf-*`, which exist there only), in the config file, `MODULE LOADEX … CONFIG` and
+/// `CONFIG SET`, the bucket size and initial size limiting each other, RedisBloom 8's messages.
+fn cuckoo_names(bin: &str) {
+    let redis8 = is_redis8_binary(bin);
+    let mut lines = vec![
+        format!("loadmodule {}", module()),
+        conf_line("bf.cf-max-expansions", "64"),
+    ];
+    if redis8 {
+        lines.push(conf_line("cf-bucket-size", "4"));
+    }
+    let mut p = Proc::spawn(bin, &lines);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let pairs = config_pairs;
+    let bucket = if redis8 { "4" } else { "2" };
+    let want = [
+        format!("cf-bucket-size={bucket}"),
+        "cf-expansion-factor=1".into(),
+        "cf-initial-size=1024".into(),
+        "cf-max-expansions=64".into(),
+        "cf-max-iterations=20".into(),
+    ];
+    let dotted: Vec<String> = want.iter().map(|w| format!("bf.{w}")).collect();
+    assert_eq!(pairs(&mut con, "bf.cf-*"), dotted, "{bin}");
+    let plain: Vec<String> = if redis8 { want.to_vec() } else { Vec::new() };
+    assert_eq!(pairs(&mut con, "cf-*"), plain, "{bin}");
+    assert_eq!(pairs(&mut con, "cf.*"), Vec::<String>::new(), "{bin}");
+    // The message names the config as RedisBloom 8 does on Redis 8, else by its only name.
+    let shown = |n: &str| {
+        if redis8 {
+            n.to_string()
+        } else {
+            format!("bf.{n}")
+        }
+    };
+    let refused = |con: &mut redis::Connection, args: &[&str], message: String| {
+        let e = common::cmd("CONFIG SET")
+            .arg(args)
+            .query::<()>(con)
+            .expect_err(&args.join(" "))
+            .to_string();
+        assert!(e.contains(&message), "{bin}: CONFIG SET {args:?}: {e}");
+    };
+    let _: () = common::cmd("CONFIG SET bf.cf-initial-size 8")
+        .query(&mut con)
+        .unwrap();
+    let bs = shown("cf-bucket-size");
+    let is = shown("cf-initial-size");
+    refused(
+        &mut con,
+        &["bf.cf-bucket-size", "5"],
+        format!("Value for `{bs}` must be in the range [1, 4]"),
+    );
+    refused(
+        &mut con,
+        &["bf.cf-bucket-size", "abc"],
+        format!("Invalid value for `{bs}`"),
+    );
+    let _: () = common::cmd("CONFIG SET bf.cf-bucket-size 3")
+        .query(&mut con)
+        .unwrap();
+    // Checked in order: the bucket size 1 first, then the initial size against it; a refusal
+    // restores both.
+    refused(
+        &mut con,
+        &["bf.cf-bucket-size", "1", "bf.cf-initial-size", "1"],
+        format!("Value for `{is}` must be in the range [2, 1073741824]"),
+    );
+    refused(
+        &mut con,
+        &["bf.cf-initial-size", "5"],
+        format!("Value for `{is}` must be in the range [6, 1073741824]"),
+    );
+    assert_eq!(config_get(&mut con, "bf.cf-bucket-size"), "3");
+    assert_eq!(config_get(&mut con, "bf.cf-initial-size"), "8");
+    let max = if redis8 {
+        format!(
+            "Value for `{}` must be in the range [1, 65536]",
+            shown("cf-max-expansions")
+        )
+    } else {
+        "Value for `bf.cf-max-expansions` must be at least 1".to_string()
+    };
+    refused(&mut con, &["bf.cf-max-expansions", "0"], max);
+    drop(p);
+    // MODULE LOADEX … CONFIG with our names.
+    let (_p, mut con) = loaded_with(
+        bin,
+        "CONFIG bf.cf-initial-size 100 ARGS CF_MAX_EXPANSIONS 7",
+    );
+    assert_eq!(config_get(&mut con, "bf.cf-initial-size"), "100");
+    assert_eq!(config_get(&mut con, "bf.cf-max-expansions"), "7");
+}
+
+/// The number of `CF.ADD`s a fresh filter of 4 single-slot buckets (growth 1) takes before
+/// `Maximum expansions reached`, and its sub-filters then; None when 300 adds all succeed.
+fn adds_until_max_expansions(con: &mut redis::Connection, key: &str) -> Option<(usize, i64)> {
+    let _: () = common::cmd("CF.RESERVE")
+        .arg(key)
+        .arg(&[
+            "4",
+            "BUCKETSIZE",
+            "1",
+            "MAXITERATIONS",
+            "1",
+            "EXPANSION",
+            "1",
+        ])
+        .query(con)
+        .unwrap();
+    for i in 0..300 {
+        let r: redis::RedisResult<i64> = common::cmd("CF.ADD").arg(key).arg(i).query(con);
+        if let Err(e) = r {
+            // The reply `-Maximum expansions reached`, as the client splits it.
+            assert_eq!(
+                (e.code(), e.detail()),
+                (Some("Maximum"), Some("expansions reached")),
+                "{e}"
+            );
+            let info: Vec<redis::Value> = common::cmd("CF.INFO").arg(key).query(con).unwrap();
+            let filters = match &info[5] {
+                redis::Value::Int(n) => *n,
+                v => panic!("CF.INFO {key}: {v:?}"),
+            };
+            return Some((i, filters));
+        }
+    }
+    None
+}
+
+/// `CF_MAX_EXPANSIONS n` (RedisBloom's load argument) and then `bf.cf-max-expansions` limit
+/// the sub-filters adds may grow a cuckoo filter to.
+fn cuckoo_max_expansions(bin: &str) {
+    let mut p = Proc::spawn(
+        bin,
+        &[format!("loadmodule {} CF_MAX_EXPANSIONS 2", module())],
+    );
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let (adds, filters) = adds_until_max_expansions(&mut con, "two").expect("refused");
+    assert_eq!(filters, 2, "{bin}");
+    assert!(adds > 4, "{bin}: {adds}");
+    let _: () = common::cmd("CONFIG SET bf.cf-max-expansions 3")
+        .query(&mut con)
+        .unwrap();
+    let (more, filters) = adds_until_max_expansions(&mut con, "three").expect("refused");
+    assert_eq!(filters, 3, "{bin}");
+    assert!(more > adds, "{bin}: {more} <= {adds}");
+    drop(p);
+    // The default: 32 sub-filters.
+    let mut p = Proc::spawn(bin, &[format!("loadmodule {}", module())]);
+    let mut con = p
+        .wait()
+        .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
+    let (most, filters) = adds_until_max_expansions(&mut con, "k").expect("refused");
+    assert_eq!(filters, 32, "{bin}");
+    assert!(most > more, "{bin}: {most} <= {more}");
 }
 
 macro_rules! per_server {
@@ -724,7 +913,9 @@ per_server!(
     config_set,
     load_lines,
     command_rates,
-    redis8_names
+    redis8_names,
+    cuckoo_names,
+    cuckoo_max_expansions
 );
 
 /// Redis 8.0 (`REDIS80_SERVER`, else a `scripts/` build), skipped with a line when absent.

@@ -1,6 +1,6 @@
 //! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md`
 //! ("Common rules")): arity, one key spec (the key at index 1) and the documentation tree of
-//! every command (summary, since, complexity, arguments), as RedisBloom 8 registers them
+//! every BF and CF command (summary, since, complexity, arguments), as RedisBloom 8 registers them
 //! (key spec flags aside: see `Meta::key_flags`).
 //! Registered with `RedisModule_SetCommandInfo` directly because the crate's path needs
 //! Redis ≥ 7.2 (on 7.0 its `#[command]` macro makes the module fail to load).
@@ -104,6 +104,28 @@ const CAPACITY_SIZED: &CStr = c"O(n), where n is the capacity";
 const ADD_MANY: &CStr =
     c"Adds one or more items to a Bloom Filter. A filter will be created if it does not exist";
 
+const CF_ADD: &CStr = c"O(k + i), where k is the number of sub-filters and i is maxIterations";
+const CF_INSERT: &CStr = c"O(n * (k + i)), where n is the number of items, k is the number of sub-filters and i is maxIterations";
+const CF_LOOKUP: &CStr = c"O(k), where k is the number of sub-filters";
+const CF_EXISTS: &CStr = c"Checks whether one or more items exist in a Cuckoo Filter";
+/// CF.INSERT / CF.INSERTNX after the key: `[CAPACITY capacity] [NOCREATE] ITEMS item…`.
+const CF_INSERT_ARGS: &[DocArg] = &[
+    KEY,
+    DocArg {
+        name: c"capacity",
+        kind: Kind::Block,
+        token: None,
+        flags: OPTIONAL,
+        sub: &[
+            token(c"capacity", c"CAPACITY", REQUIRED),
+            arg(c"capacity", Kind::Int, REQUIRED),
+        ],
+    },
+    token(c"nocreate", c"NOCREATE", OPTIONAL),
+    token(c"items", c"ITEMS", REQUIRED),
+    ITEMS,
+];
+
 /// The documentation of a command (`COMMAND DOCS`): summary, since, complexity, arguments.
 struct Doc {
     summary: &'static CStr,
@@ -111,6 +133,22 @@ struct Doc {
     complexity: &'static CStr,
     args: &'static [DocArg],
 }
+
+/// BF.SCANDUMP's and CF.SCANDUMP's documentation (the same in RedisBloom 8).
+const SCANDUMP_DOC: Doc = Doc {
+    summary: c"Begins an incremental save of the bloom filter",
+    since: c"1.0.0",
+    complexity: CAPACITY_SIZED,
+    args: &[KEY, ITERATOR],
+};
+
+/// BF.LOADCHUNK's and CF.LOADCHUNK's documentation.
+const LOADCHUNK_DOC: Doc = Doc {
+    summary: c"Restores a filter previously saved using SCANDUMP",
+    since: c"1.0.0",
+    complexity: CAPACITY_SIZED,
+    args: &[KEY, ITERATOR, arg(c"data", Kind::Str, REQUIRED)],
+};
 
 /// The metadata of one command.
 struct Meta {
@@ -125,7 +163,7 @@ struct Meta {
     doc: Option<Doc>,
 }
 
-const COMMANDS: [Meta; 11] = [
+const COMMANDS: [Meta; 25] = [
     Meta {
         name: c"bf.reserve",
         arity: -4,
@@ -259,23 +297,164 @@ const COMMANDS: [Meta; 11] = [
         name: c"bf.scandump",
         arity: 3,
         key_flags: "RO ACCESS",
-        doc: Some(Doc {
-            summary: c"Begins an incremental save of the bloom filter",
-            since: c"1.0.0",
-            complexity: CAPACITY_SIZED,
-            args: &[KEY, ITERATOR],
-        }),
+        doc: Some(SCANDUMP_DOC),
     },
     Meta {
         name: c"bf.loadchunk",
         arity: 4,
         key_flags: "RW UPDATE",
+        doc: Some(LOADCHUNK_DOC),
+    },
+    // The cuckoo commands: RedisBloom 8's metadata (CF.RESERVE's arity -3 included), key spec
+    // flags aside as above (CF.DEL: `RW DELETE`). CF.COMPACT and CF.DEBUG have none there:
+    // Redis then shows arity -1 and an `RW ACCESS UPDATE` key spec, as set here.
+    Meta {
+        name: c"cf.reserve",
+        arity: -3,
+        key_flags: "RW INSERT",
         doc: Some(Doc {
-            summary: c"Restores a filter previously saved using SCANDUMP",
+            summary: c"Creates a new Cuckoo Filter",
             since: c"1.0.0",
-            complexity: CAPACITY_SIZED,
-            args: &[KEY, ITERATOR, arg(c"data", Kind::Str, REQUIRED)],
+            complexity: c"O(1)",
+            args: &[
+                KEY,
+                arg(c"capacity", Kind::Int, REQUIRED),
+                option(
+                    c"bucketsize",
+                    c"BUCKETSIZE",
+                    &[arg(c"bucketsize", Kind::Int, REQUIRED)],
+                ),
+                option(
+                    c"maxiterations",
+                    c"MAXITERATIONS",
+                    &[arg(c"maxiterations", Kind::Int, REQUIRED)],
+                ),
+                EXPANSION,
+            ],
         }),
+    },
+    Meta {
+        name: c"cf.add",
+        arity: 3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Adds an item to a Cuckoo Filter",
+            since: c"1.0.0",
+            complexity: CF_ADD,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"cf.addnx",
+        arity: 3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Adds an item to a Cuckoo Filter if the item did not exist previously.",
+            since: c"1.0.0",
+            complexity: CF_ADD,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"cf.insert",
+        arity: -4,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Adds one or more items to a Cuckoo Filter. A filter will be created if it does not exist",
+            since: c"1.0.0",
+            complexity: CF_INSERT,
+            args: CF_INSERT_ARGS,
+        }),
+    },
+    Meta {
+        name: c"cf.insertnx",
+        arity: -4,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Adds one or more items to a Cuckoo Filter if the items did not exist previously. A filter will be created if it does not exist",
+            since: c"1.0.0",
+            complexity: CF_INSERT,
+            args: CF_INSERT_ARGS,
+        }),
+    },
+    Meta {
+        name: c"cf.exists",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: CF_EXISTS,
+            since: c"1.0.0",
+            complexity: CF_LOOKUP,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"cf.mexists",
+        arity: -3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: CF_EXISTS,
+            since: c"1.0.0",
+            complexity: c"O(k * n), where k is the number of sub-filters and n is the number of items",
+            args: &[KEY, ITEMS],
+        }),
+    },
+    Meta {
+        name: c"cf.count",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: c"Return the number of times an item might be in a Cuckoo Filter",
+            since: c"1.0.0",
+            complexity: CF_LOOKUP,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"cf.del",
+        arity: 3,
+        key_flags: "RW DELETE",
+        doc: Some(Doc {
+            summary: c"Deletes an item from a Cuckoo Filter",
+            since: c"1.0.0",
+            complexity: CF_LOOKUP,
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"cf.compact",
+        arity: -1,
+        key_flags: "RW ACCESS UPDATE",
+        doc: None,
+    },
+    Meta {
+        name: c"cf.scandump",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(SCANDUMP_DOC),
+    },
+    Meta {
+        name: c"cf.loadchunk",
+        arity: 4,
+        key_flags: "RW UPDATE",
+        doc: Some(LOADCHUNK_DOC),
+    },
+    Meta {
+        name: c"cf.info",
+        arity: 2,
+        key_flags: "RO",
+        doc: Some(Doc {
+            summary: c"Returns information about a Cuckoo Filter",
+            since: c"1.0.0",
+            complexity: c"O(1)",
+            args: &[KEY],
+        }),
+    },
+    Meta {
+        name: c"cf.debug",
+        arity: -1,
+        key_flags: "RW ACCESS UPDATE",
+        doc: None,
     },
 ];
 
@@ -287,6 +466,7 @@ fn key_spec_flags(text: &str) -> KeySpecFlags {
             "INSERT" => KeySpecFlags::INSERT,
             "UPDATE" => KeySpecFlags::UPDATE,
             "ACCESS" => KeySpecFlags::ACCESS,
+            "DELETE" => KeySpecFlags::DELETE,
             _ => KeySpecFlags::empty(),
         }
     })
@@ -351,7 +531,7 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
-/// Sets the metadata of every BF command. Failures are logged, never fatal: the commands
+/// Sets the metadata of every BF and CF command. Failures are logged, never fatal: the commands
 /// work without metadata (Redis then derives a key spec from the (1, 1, 1) key triple).
 pub fn register(ctx: &Context) {
     // SAFETY: both functions exist since Redis 7.0 (checked for None anyway); every string and

@@ -9,6 +9,17 @@
 //! | `bf.initial-size` | 100 | ≥ 1 | capacity of filters created implicitly |
 //! | `bf.expansion-factor` | 2 | 0 … 2^32−1 | expansion of implicitly created filters; 0 = non-scaling |
 //! | `bf.max-filter-bytes` | 0 | ≥ 0 | largest total bit-array size of one filter, in bytes; 0 = no limit |
+//! | `bf.cf-bucket-size` | 2 | 1 … min(255, initial size / 2) | bucket size of cuckoo filters made without one |
+//! | `bf.cf-initial-size` | 1024 | 2 × bucket size … 2^30 | capacity of auto-created cuckoo filters |
+//! | `bf.cf-max-iterations` | 20 | 1 … 65535 | max iterations of cuckoo filters made without one |
+//! | `bf.cf-expansion-factor` | 1 | 0 … 32768 | expansion of cuckoo filters made without one; 0 = non-scaling |
+//! | `bf.cf-max-expansions` | 32 | ≥ 1 (Redis 8: … 65536) | sub-filters from which cuckoo adds answer `Maximum expansions reached` |
+//!
+//! The cuckoo configs are RedisBloom 8's five `cf-*` configs: on Redis 8 registered under
+//! those names (unprefixed, RedisBloom 8's ranges and messages) with the `bf.cf-*` names as
+//! aliases; on Redis 7 and Valkey as `bf.cf-*` only (`CF_CONFIGS`). A bucket-size and an
+//! initial-size limit each other as in RedisBloom 8 (each is checked against the other's
+//! current value). `CF_MAX_EXPANSIONS` (RedisBloom's load argument) sets `cf-max-expansions`.
 //!
 //! On Redis 8 the first three are registered as RedisBloom 8's `bf-error-rate`,
 //! `bf-initial-size` and `bf-expansion-factor` (unprefixed), each with its `bf.*` name as an
@@ -23,6 +34,7 @@
 //! start-up with the reason in its log, or `MODULE LOADEX` answers an error and the server runs on.
 
 use super::args::{parse_f64, parse_i64};
+use redis_bf_core::cuckoo::MAX_BUCKET_SIZE;
 use redis_module::configuration::{
     register_i64_configuration, register_string_configuration, ConfigurationContext,
     ConfigurationFlags, ConfigurationValue,
@@ -147,14 +159,16 @@ pub struct CfDefaults {
     pub max_expansions: u64,
 }
 
-/// The cuckoo defaults in force (the `cf.*` / `cf-*` configs and `CF_MAX_EXPANSIONS`).
+/// The cuckoo defaults in force: the `cf-*` / `bf.cf-*` configs (see `CF_CONFIGS`), which
+/// the `CF_MAX_EXPANSIONS` load argument (and the other cuckoo load arguments) also set.
 pub fn cf_defaults() -> CfDefaults {
+    let v = |c: CfConfig| CF_VALUES[c as usize].load(Ordering::Relaxed);
     CfDefaults {
-        initial_size: redis_bf_core::cuckoo::DEFAULT_CAPACITY,
-        bucket_size: redis_bf_core::cuckoo::DEFAULT_BUCKET_SIZE,
-        max_iterations: redis_bf_core::cuckoo::DEFAULT_MAX_ITERATIONS,
-        expansion: redis_bf_core::cuckoo::DEFAULT_EXPANSION,
-        max_expansions: 32,
+        initial_size: v(CfConfig::InitialSize) as u64,
+        bucket_size: v(CfConfig::BucketSize) as u16,
+        max_iterations: v(CfConfig::MaxIterations) as u16,
+        expansion: v(CfConfig::Expansion) as u16,
+        max_expansions: v(CfConfig::MaxExpansions) as u64,
     }
 }
 
@@ -174,7 +188,7 @@ fn parse_int(name: &str, value: &[u8], min: i64, max: i64) -> Result<i64, String
     Ok(v)
 }
 
-/// Registers the four configs with the server, then has it apply the values given for them in
+/// Registers the configs (four Bloom configs, five cuckoo configs) with the server, then has it apply the values given for them in
 /// the config file or in `MODULE LOADEX … CONFIG` (`RedisModule_LoadConfigs`); must run during
 /// `OnLoad`. A server without module configs (before Redis 7.0) gets none, and load arguments
 /// still work.
@@ -191,12 +205,12 @@ pub fn register(ctx: &Context) -> Result<(), String> {
             raw::RedisModule_LoadConfigs,
         )
     };
-    let Some(load) = load.filter(|_| numeric.is_some() && string.is_some()) else {
+    let (Some(load), Some(_), Some(string)) = (load, numeric, string) else {
         ctx.log_warning("redis-bf: this server has no module configs; bf.* configs unavailable");
         return Ok(());
     };
     if super::server::is_redis8() {
-        return register_redis8(ctx, load);
+        return register_redis8(ctx, load, string);
     }
     let int_configs: [(&str, &'static AtomicI64, i64, i64, i64); 3] = [
         (
@@ -221,6 +235,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
     }
     let flags = ConfigurationFlags::DEFAULT;
     register_string_configuration(ctx, "error-rate", &ERROR_RATE, "0.01", flags, None);
+    register_cf(ctx, string, false)?;
     // SAFETY: called during OnLoad with the module's context, after every config is registered.
     if unsafe { load(ctx.get_raw()) } == raw::REDISMODULE_OK as i32 {
         Ok(())
@@ -303,8 +318,8 @@ fn set_redis8(index: usize, text: &[u8]) -> Result<Vec<u8>, String> {
     Ok(text.to_vec())
 }
 
-/// Replaces the text config `index` shows.
-fn hold_redis8(index: usize, text: &[u8]) {
+/// Replaces the text a config shows with `text` (its slot in [`REDIS8_HELD`] or [`CF_HELD`]).
+fn hold(slot: &AtomicPtr<raw::RedisModuleString>, text: &[u8]) {
     // SAFETY: creating a string without a context (the module owns it) from a live buffer.
     let s = unsafe {
         raw::RedisModule_CreateString.unwrap()(
@@ -313,13 +328,60 @@ fn hold_redis8(index: usize, text: &[u8]) {
             text.len(),
         )
     };
-    let old = REDIS8_HELD[index].swap(s, Ordering::Relaxed);
+    let old = slot.swap(s, Ordering::Relaxed);
     if !old.is_null() {
         // SAFETY: `old` was created here without a context and is no longer handed out; Redis
         // copies the text a get returns before the next set can run.
         unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old) };
     }
 }
+
+/// What a config get returns: the text held in `slot`, made by `text` when there is none.
+fn held_text(
+    slot: &AtomicPtr<raw::RedisModuleString>,
+    text: impl FnOnce() -> String,
+) -> *mut raw::RedisModuleString {
+    if slot.load(Ordering::Relaxed).is_null() {
+        hold(slot, text().as_bytes());
+    }
+    slot.load(Ordering::Relaxed)
+}
+
+/// A config set's status for Redis; a refusal's message is handed to it in `err`.
+fn set_status(r: Result<(), String>, err: *mut *mut raw::RedisModuleString) -> c_int {
+    match r {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        Err(msg) => {
+            set_error(err, &msg);
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
+
+/// Hands a config set's error message to Redis.
+fn set_error(err: *mut *mut raw::RedisModuleString, msg: &str) {
+    // SAFETY: Redis passes a valid out-pointer and takes ownership of the error string it is
+    // given (and frees it).
+    unsafe {
+        *err = raw::RedisModule_CreateString.unwrap()(
+            std::ptr::null_mut(),
+            msg.as_ptr().cast(),
+            msg.len(),
+        );
+    }
+}
+
+/// The server's `RedisModule_RegisterStringConfig`.
+type RegisterString = unsafe extern "C" fn(
+    *mut raw::RedisModuleCtx,
+    *const c_char,
+    *const c_char,
+    std::os::raw::c_uint,
+    raw::RedisModuleConfigGetStringFunc,
+    raw::RedisModuleConfigSetStringFunc,
+    raw::RedisModuleConfigApplyFunc,
+    *mut c_void,
+) -> c_int;
 
 /// The current text of Redis 8 config `index` for a value set another way (a load argument).
 fn current_text(index: usize) -> String {
@@ -333,8 +395,8 @@ fn current_text(index: usize) -> String {
 /// Shows the values the load arguments set (called after [`apply_load_args`] on Redis 8).
 pub fn refresh_redis8_texts() {
     if super::server::is_redis8() {
-        for i in 0..REDIS8_CONFIGS.len() {
-            hold_redis8(i, current_text(i).as_bytes());
+        for (i, slot) in REDIS8_HELD.iter().enumerate() {
+            hold(slot, current_text(i).as_bytes());
         }
     }
 }
@@ -344,11 +406,7 @@ extern "C" fn redis8_get(
     privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     let index = privdata as usize;
-    let held = REDIS8_HELD[index].load(Ordering::Relaxed);
-    if held.is_null() {
-        hold_redis8(index, current_text(index).as_bytes());
-    }
-    REDIS8_HELD[index].load(Ordering::Relaxed)
+    held_text(&REDIS8_HELD[index], || current_text(index))
 }
 
 extern "C" fn redis8_set(
@@ -359,35 +417,18 @@ extern "C" fn redis8_set(
 ) -> c_int {
     let index = privdata as usize;
     let text = RedisString::string_as_slice(val);
-    match set_redis8(index, text) {
-        Ok(shown) => {
-            hold_redis8(index, &shown);
-            raw::REDISMODULE_OK as c_int
-        }
-        Err(msg) => {
-            // SAFETY: Redis takes ownership of the error string it is given (and frees it).
-            unsafe {
-                *err = raw::RedisModule_CreateString.unwrap()(
-                    std::ptr::null_mut(),
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                );
-            }
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
+    let r = set_redis8(index, text).map(|shown| hold(&REDIS8_HELD[index], &shown));
+    set_status(r, err)
 }
 
-/// Redis 8's registration: RedisBloom 8's three configs (see [`REDIS8_CONFIGS`]), then
-/// `bf.max-filter-bytes`, then the values of the config file or `MODULE LOADEX`.
+/// Redis 8's registration: RedisBloom 8's three Bloom configs (see [`REDIS8_CONFIGS`]) and five
+/// cuckoo configs ([`CF_CONFIGS`]), then `bf.max-filter-bytes`, then the values of the config
+/// file or `MODULE LOADEX`.
 fn register_redis8(
     ctx: &Context,
     load: unsafe extern "C" fn(*mut raw::RedisModuleCtx) -> c_int,
+    register: RegisterString,
 ) -> Result<(), String> {
-    // SAFETY: reading a function pointer the server filled in during RedisModule_Init.
-    let Some(register) = (unsafe { raw::RedisModule_RegisterStringConfig }) else {
-        return Err("the server has no string configs".into());
-    };
     for (index, (name, shown, default)) in REDIS8_CONFIGS.iter().enumerate() {
         // SAFETY: called during OnLoad with the module's context; the name and default are
         // static C strings; privdata is the config's index, never dereferenced.
@@ -407,6 +448,7 @@ fn register_redis8(
             return Err(format!("could not register the config {shown}"));
         }
     }
+    register_cf(ctx, register, true)?;
     register_i64_configuration(
         ctx,
         "max-filter-bytes",
@@ -425,20 +467,224 @@ fn register_redis8(
     }
 }
 
+/// The cuckoo configs, in [`CF_CONFIGS`] order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CfConfig {
+    BucketSize,
+    InitialSize,
+    MaxIterations,
+    Expansion,
+    MaxExpansions,
+}
+
+/// One cuckoo config: RedisBloom 8's name, both registration names, the default.
+struct CfSpec {
+    config: CfConfig,
+    /// RedisBloom 8's name (`cf-bucket-size`); ours is `bf.` followed by it.
+    name: &'static str,
+    /// Redis 8 (unprefixed): RedisBloom 8's name with ours as its alias.
+    redis8: &'static CStr,
+    /// Redis 7 and Valkey: the name the server prefixes with `bf.`.
+    prefixed: &'static CStr,
+    default: &'static CStr,
+}
+
+/// RedisBloom 8's five cuckoo configs. On Redis 8 each is registered under RedisBloom 8's name
+/// (`cf-bucket-size`) with ours, `bf.cf-bucket-size`, as an alias of the same config (one
+/// value); on Redis 7 and Valkey only as `bf.cf-bucket-size`: their module configs are always
+/// named `<module>.<name>` (letters, digits, `-`, `_`), so no `cf.*` or `cf-*` name can exist
+/// there (RedisBloom 2.8 has none either: `CONFIG GET cf-*` is empty). `bf.cf-*` is the one
+/// spelling that works on every server.
+const CF_CONFIGS: [CfSpec; 5] = [
+    CfSpec {
+        config: CfConfig::BucketSize,
+        name: "cf-bucket-size",
+        redis8: c"cf-bucket-size|bf.cf-bucket-size",
+        prefixed: c"cf-bucket-size",
+        default: c"2",
+    },
+    CfSpec {
+        config: CfConfig::InitialSize,
+        name: "cf-initial-size",
+        redis8: c"cf-initial-size|bf.cf-initial-size",
+        prefixed: c"cf-initial-size",
+        default: c"1024",
+    },
+    CfSpec {
+        config: CfConfig::MaxIterations,
+        name: "cf-max-iterations",
+        redis8: c"cf-max-iterations|bf.cf-max-iterations",
+        prefixed: c"cf-max-iterations",
+        default: c"20",
+    },
+    CfSpec {
+        config: CfConfig::Expansion,
+        name: "cf-expansion-factor",
+        redis8: c"cf-expansion-factor|bf.cf-expansion-factor",
+        prefixed: c"cf-expansion-factor",
+        default: c"1",
+    },
+    CfSpec {
+        config: CfConfig::MaxExpansions,
+        name: "cf-max-expansions",
+        redis8: c"cf-max-expansions|bf.cf-max-expansions",
+        prefixed: c"cf-max-expansions",
+        default: c"32",
+    },
+];
+
+/// The values of [`CF_CONFIGS`], read by [`cf_defaults`]. Set on the main thread only.
+static CF_VALUES: [AtomicI64; 5] = [
+    AtomicI64::new(redis_bf_core::cuckoo::DEFAULT_BUCKET_SIZE as i64),
+    AtomicI64::new(redis_bf_core::cuckoo::DEFAULT_CAPACITY as i64),
+    AtomicI64::new(redis_bf_core::cuckoo::DEFAULT_MAX_ITERATIONS as i64),
+    AtomicI64::new(redis_bf_core::cuckoo::DEFAULT_EXPANSION as i64),
+    AtomicI64::new(DEFAULT_CF_MAX_EXPANSIONS),
+];
+
+/// The text `CONFIG GET` answers for each of [`CF_CONFIGS`] (as [`REDIS8_HELD`]).
+static CF_HELD: [AtomicPtr<raw::RedisModuleString>; 5] = [
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+];
+
+/// Default `cf-max-expansions`: adds answer `Maximum expansions reached` once a filter has
+/// this many sub-filters.
+pub const DEFAULT_CF_MAX_EXPANSIONS: i64 = 32;
+/// The largest `cf-initial-size` (RedisBloom 8's).
+pub const CF_MAX_INITIAL_SIZE: i64 = 1 << 30;
+
+/// The current values of [`CF_CONFIGS`].
+fn cf_values() -> [i64; 5] {
+    std::array::from_fn(|i| CF_VALUES[i].load(Ordering::Relaxed))
+}
+
+/// The range config `c` accepts while the others have the values `v`: RedisBloom 8's, where a
+/// bucket size is at most half the initial size (and 255) and an initial size at least twice
+/// the bucket size. `cf-max-expansions` is at most 65536 on Redis 8 (RedisBloom 8) and
+/// unbounded elsewhere (RedisBloom 2.8's `CF_MAX_EXPANSIONS`).
+fn cf_range(c: CfConfig, v: &[i64; 5]) -> (i64, i64) {
+    match c {
+        CfConfig::BucketSize => (
+            1,
+            (v[CfConfig::InitialSize as usize] / 2).min(i64::from(MAX_BUCKET_SIZE)),
+        ),
+        CfConfig::InitialSize => (2 * v[CfConfig::BucketSize as usize], CF_MAX_INITIAL_SIZE),
+        CfConfig::MaxIterations => (1, i64::from(u16::MAX)),
+        CfConfig::Expansion => (0, i64::from(redis_bf_core::cuckoo::MAX_EXPANSION)),
+        CfConfig::MaxExpansions if super::server::is_redis8() => (1, 65536),
+        CfConfig::MaxExpansions => (1, i64::MAX),
+    }
+}
+
+/// Why a cuckoo config value was refused.
+#[derive(Debug, PartialEq, Eq)]
+enum CfRefusal {
+    /// Not an integer.
+    Invalid,
+    /// Outside the range, which is given.
+    Range(i64, i64),
+}
+
+/// Checks `text` for config `c` while the others have the values `v`; the value.
+fn cf_check(c: CfConfig, text: &[u8], v: &[i64; 5]) -> Result<i64, CfRefusal> {
+    let x = parse_i64(text).ok_or(CfRefusal::Invalid)?;
+    let (min, max) = cf_range(c, v);
+    if x < min || x > max {
+        return Err(CfRefusal::Range(min, max));
+    }
+    Ok(x)
+}
+
+/// Stores a checked value of config `index`; its text is made again by the next get.
+fn cf_store(index: usize, v: i64) {
+    CF_VALUES[index].store(v, Ordering::Relaxed);
+    let old = CF_HELD[index].swap(std::ptr::null_mut(), Ordering::Relaxed);
+    if !old.is_null() {
+        // SAFETY: `old` was created by `hold` without a context and is no longer handed out;
+        // Redis copies the text a get returns before the next set can run.
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old) };
+    }
+}
+
+extern "C" fn cf_get(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    let index = privdata as usize;
+    held_text(&CF_HELD[index], || {
+        CF_VALUES[index].load(Ordering::Relaxed).to_string()
+    })
+}
+
+extern "C" fn cf_set(
+    _name: *const c_char,
+    val: *mut raw::RedisModuleString,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let index = privdata as usize;
+    let spec = &CF_CONFIGS[index];
+    // The name in messages: RedisBloom 8's on Redis 8 (as it words them), else the only one.
+    let name = if super::server::is_redis8() {
+        spec.name.to_string()
+    } else {
+        format!("bf.{}", spec.name)
+    };
+    let r = cf_check(spec.config, RedisString::string_as_slice(val), &cf_values())
+        .map(|v| cf_store(index, v))
+        .map_err(|refusal| match refusal {
+            CfRefusal::Invalid => format!("Invalid value for `{name}`"),
+            CfRefusal::Range(min, i64::MAX) => format!("Value for `{name}` must be at least {min}"),
+            CfRefusal::Range(min, max) => {
+                format!("Value for `{name}` must be in the range [{min}, {max}]")
+            }
+        });
+    set_status(r, err)
+}
+
+/// Registers [`CF_CONFIGS`] (see there for the names on each server line).
+fn register_cf(ctx: &Context, register: RegisterString, redis8: bool) -> Result<(), String> {
+    for (index, spec) in CF_CONFIGS.iter().enumerate() {
+        let (name, flags) = if redis8 {
+            (spec.redis8, raw::REDISMODULE_CONFIG_UNPREFIXED)
+        } else {
+            (spec.prefixed, raw::REDISMODULE_CONFIG_DEFAULT)
+        };
+        // SAFETY: called during OnLoad with the module's context; the name and default are
+        // static C strings; privdata is the config's index, never dereferenced.
+        let status = unsafe {
+            register(
+                ctx.get_raw(),
+                name.as_ptr(),
+                spec.default.as_ptr(),
+                flags,
+                Some(cf_get),
+                Some(cf_set),
+                None,
+                index as *mut c_void,
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not register the config {}", spec.name));
+        }
+    }
+    Ok(())
+}
+
 /// What a `loadmodule` argument name means here.
 enum LoadArg {
     /// An integer config: its variable and range.
     Int(&'static AtomicI64, i64, i64),
     /// `error-rate`.
     ErrorRate,
-    /// A RedisBloom argument for its other types: accepted when its value is an integer ≥ the
-    /// bound, then ignored (logged).
-    Ignored(i64),
+    /// A cuckoo config (its range depends on the others: [`cf_range`]).
+    Cuckoo(CfConfig),
 }
 
 /// Classifies an argument name: case-insensitive, `_` and `-` alike, an optional `bf.` / `bf-`
-/// prefix; RedisBloom 2.8's `CF_MAX_EXPANSIONS` and the newer `cf-*` names are accepted and
-/// ignored (this module has no cuckoo filters). RedisBloom has no count-min or top-k load
+/// prefix: RedisBloom's `INITIAL_SIZE`, `ERROR_RATE` and `CF_MAX_EXPANSIONS`, our Bloom configs
+/// and the five cuckoo configs (`cf-bucket-size` …). RedisBloom has no count-min or top-k load
 /// arguments.
 fn classify(name: &[u8]) -> Option<(LoadArg, String)> {
     let name = String::from_utf8_lossy(name)
@@ -453,11 +699,7 @@ fn classify(name: &[u8]) -> Option<(LoadArg, String)> {
         "expansion-factor" => LoadArg::Int(&EXPANSION_FACTOR, 0, i64::from(u32::MAX)),
         "max-filter-bytes" => LoadArg::Int(&MAX_FILTER_BYTES, 0, i64::MAX),
         "error-rate" => LoadArg::ErrorRate,
-        "cf-max-expansions" | "cf-bucket-size" | "cf-initial-size" | "cf-max-iterations" => {
-            LoadArg::Ignored(1)
-        }
-        "cf-expansion-factor" => LoadArg::Ignored(0),
-        _ => return None,
+        cf => LoadArg::Cuckoo(CF_CONFIGS.iter().find(|c| c.name == cf)?.config),
     };
     Some((arg, short.to_string()))
 }
@@ -465,12 +707,13 @@ fn classify(name: &[u8]) -> Option<(LoadArg, String)> {
 /// Applies `loadmodule` arguments: `NAME VALUE` pairs, names case-insensitive with `_` and `-`
 /// alike:
 /// `ERROR_RATE` / `error-rate` / `bf.error-rate` / `bf-error-rate`, the same forms of
-/// `initial-size`, `expansion-factor` and `max-filter-bytes`, and RedisBloom's cuckoo-filter
-/// arguments, which are checked and ignored. They are applied after the config file's `bf.*`
-/// values, so they win.
+/// `initial-size`, `expansion-factor` and `max-filter-bytes`, and of the cuckoo configs
+/// (`CF_MAX_EXPANSIONS` / `cf-max-expansions` / `bf.cf-max-expansions`, `cf-bucket-size`, …; in
+/// order, each checked against the values before it, as `CONFIG SET` checks them). They are
+/// applied after the config file's values, so they win.
 ///
-/// Returns the lines to log for ignored arguments. Errors: the message to log when an argument
-/// is unknown, unpaired or has a malformed or out-of-range value (the module then refuses to
+/// Returns the lines to log (none today). Errors: the message to log when an argument is
+/// unknown, unpaired or has a malformed or out-of-range value (the module then refuses to
 /// load); nothing is applied then.
 pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
     // A single empty argument counts as none (as RedisBloom).
@@ -481,7 +724,8 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
     // Check everything first so that a refused line changes nothing.
     let mut ints: Vec<(&'static AtomicI64, i64)> = Vec::new();
     let mut rate = None::<f64>;
-    let mut notes = Vec::new();
+    let mut cf = cf_values();
+    let mut cf_given = [false; 5];
     for pair in args.chunks(2) {
         let shown = String::from_utf8_lossy(pair[0]);
         let value = pair[1];
@@ -496,12 +740,15 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
             Some((LoadArg::Int(var, min, max), name)) => {
                 ints.push((var, parse_int(&name, value, min, max)?))
             }
-            Some((LoadArg::Ignored(min), name)) => {
-                parse_int(&name, value, min, i64::MAX)?;
-                notes.push(format!(
-                    "load argument '{shown} {}' ignored: this module has Bloom filters only",
-                    String::from_utf8_lossy(value)
-                ));
+            Some((LoadArg::Cuckoo(c), name)) => {
+                cf[c as usize] = cf_check(c, value, &cf).map_err(|r| match r {
+                    CfRefusal::Invalid => format!("Invalid argument for '{name}'"),
+                    CfRefusal::Range(min, i64::MAX) => format!("'{name}' must be at least {min}"),
+                    CfRefusal::Range(min, max) => {
+                        format!("'{name}' must be in the range [{min}, {max}]")
+                    }
+                })?;
+                cf_given[c as usize] = true;
             }
             None => return Err(format!("Unrecognized option '{shown}'")),
         }
@@ -522,7 +769,12 @@ pub fn apply_load_args(args: &[&[u8]]) -> Result<Vec<String>, String> {
     if given {
         refresh_redis8_texts();
     }
-    Ok(notes)
+    for (index, v) in cf.iter().enumerate() {
+        if cf_given[index] {
+            cf_store(index, *v);
+        }
+    }
+    Ok(Vec::new())
 }
 
 #[cfg(test)]
@@ -565,6 +817,88 @@ mod tests {
         assert!(apply_load_args(&[b"CF_MAX_EXPANSIONS", b"x"]).is_err());
         assert!(apply_load_args(&[b"cms-width", b"10"]).is_err());
         assert_eq!(apply_load_args(&[b""]), Ok(vec![]));
+    }
+
+    #[test]
+    fn cuckoo_ranges_follow_each_other() {
+        let d = [2, 1024, 20, 1, 32];
+        let check = |c, text: &str, v: &[i64; 5]| cf_check(c, text.as_bytes(), v);
+        use CfConfig::*;
+        for (c, text, want) in [
+            (BucketSize, "0", Err(CfRefusal::Range(1, 255))),
+            (BucketSize, "255", Ok(255)),
+            (BucketSize, "256", Err(CfRefusal::Range(1, 255))),
+            (BucketSize, "abc", Err(CfRefusal::Invalid)),
+            (BucketSize, "", Err(CfRefusal::Invalid)),
+            (InitialSize, "3", Err(CfRefusal::Range(4, 1 << 30))),
+            (InitialSize, "4", Ok(4)),
+            (InitialSize, "1073741825", Err(CfRefusal::Range(4, 1 << 30))),
+            (MaxIterations, "0", Err(CfRefusal::Range(1, 65535))),
+            (MaxIterations, "65535", Ok(65535)),
+            (Expansion, "0", Ok(0)),
+            (Expansion, "32769", Err(CfRefusal::Range(0, 32768))),
+            (MaxExpansions, "0", Err(CfRefusal::Range(1, i64::MAX))),
+            (MaxExpansions, "1000000", Ok(1_000_000)),
+        ] {
+            assert_eq!(check(c, text, &d), want, "{c:?} {text}");
+        }
+        // With cf-initial-size 8 the bucket size is at most 4; with bucket size 3 the initial
+        // size is at least 6 (RedisBloom 8's CONFIG SET cf-bucket-size 3 cf-initial-size 0).
+        let small = [2, 8, 20, 1, 32];
+        assert_eq!(check(BucketSize, "5", &small), Err(CfRefusal::Range(1, 4)));
+        assert_eq!(check(BucketSize, "4", &small), Ok(4));
+        let bs3 = [3, 1024, 20, 1, 32];
+        assert_eq!(
+            check(InitialSize, "0", &bs3),
+            Err(CfRefusal::Range(6, 1 << 30))
+        );
+        assert_eq!(check(BucketSize, "255", &[2, 600, 20, 1, 32]), Ok(255));
+    }
+
+    #[test]
+    fn cuckoo_load_args() {
+        // Refused lines change nothing.
+        for (args, msg) in [
+            (
+                &[&b"CF_MAX_EXPANSIONS"[..], b"0"][..],
+                "'cf-max-expansions' must be at least 1",
+            ),
+            (
+                &[b"cf_max_expansions", b"x"],
+                "Invalid argument for 'cf-max-expansions'",
+            ),
+            (
+                &[b"cf-bucket-size", b"256"],
+                "'cf-bucket-size' must be in the range [1, 255]",
+            ),
+            // In order: the bucket size first, then an initial size too small for it.
+            (
+                &[b"cf-bucket-size", b"100", b"bf.cf-initial-size", b"100"],
+                "'cf-initial-size' must be in the range [200, 1073741824]",
+            ),
+            (
+                &[b"cf-max-expansions", b"2", b"bogus", b"1"],
+                "Unrecognized option 'bogus'",
+            ),
+        ] {
+            assert_eq!(apply_load_args(args), Err(msg.to_string()));
+            assert_eq!(cf_defaults().max_expansions, 32);
+            assert_eq!(cf_defaults().bucket_size, 2);
+        }
+        apply_load_args(&[
+            b"CF_MAX_EXPANSIONS",
+            b"100",
+            b"BF.CF-EXPANSION-FACTOR",
+            b"0",
+        ])
+        .unwrap();
+        let d = cf_defaults();
+        assert_eq!(
+            (d.max_expansions, d.expansion, d.initial_size),
+            (100, 0, 1024)
+        );
+        apply_load_args(&[b"cf-max-expansions", b"32", b"cf-expansion-factor", b"1"]).unwrap();
+        assert_eq!(cf_defaults().max_expansions, 32);
     }
 
     #[test]

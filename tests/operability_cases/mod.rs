@@ -356,6 +356,11 @@ pub fn config_get_set(bin: &str) {
         ("bf.initial-size", "100"),
         ("bf.expansion-factor", "2"),
         ("bf.max-filter-bytes", "0"),
+        ("bf.cf-bucket-size", "2"),
+        ("bf.cf-initial-size", "1024"),
+        ("bf.cf-max-iterations", "20"),
+        ("bf.cf-expansion-factor", "1"),
+        ("bf.cf-max-expansions", "32"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
