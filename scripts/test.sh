@@ -114,7 +114,7 @@ step "cargo test (Redis 7.0: everything)" bash -c 'set -o pipefail; cargo test -
 # other server. The tests that loop over common::servers() already ran on all of them above.
 MATRIX_TESTS=(commands cases golden fixtures legacy malformed persistence aof_commands replication crash
   cluster window_cluster operability module_load window window_clock freeing memory_pressure hostile
-  heap_allocations docs_examples)
+  heap_allocations docs_examples cuckoo_commands cuckoo_persistence)
 # name:variable[:skipped tests].
 for entry in "redis 7.4:REDIS74_SERVER" "redis 8.0:REDIS80_SERVER" "redis 8.6:REDIS86_SERVER" \
   "valkey 9.1:VALKEY_SERVER"; do
