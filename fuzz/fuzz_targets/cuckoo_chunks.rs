@@ -29,7 +29,8 @@ fn fallback() -> Cuckoo {
     cf
 }
 
-/// Bytes `start..start + len` of the tables laid end to end, if they lie in one sub-filter.
+/// Bytes `start..start + len` of the tables laid end to end, if they lie in one sub-filter;
+/// a start past the end is taken relative to the last sub-filter (as LOADCHUNK does).
 fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
     let mut base = 0u64;
     for f in &cf.filters {
@@ -40,7 +41,9 @@ fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
         }
         base += n;
     }
-    None
+    let last = cf.filters.last()?;
+    let off = usize::try_from(start - (base - last.bytes())).ok()?;
+    last.data.get(off..off.checked_add(len)?)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -79,14 +79,23 @@ pub fn contains_lookups(cf: &Cuckoo, lookups: &[Lookup], found: &mut [bool]) {
 
 /// Checks `count` items (`item_of(index)` gives each), calling `answer(index, present)` in
 /// order; the answers are exactly [`Cuckoo::contains`]'s (the batch entry point of
-/// `CF.MEXISTS`). Works on [`BATCH_ITEMS`] items at a time, so a batch of any length takes
-/// bounded memory (one part's lookups and one flag per item of the part).
+/// `CF.MEXISTS`). A filter with a sub-filter of at least [`PREFETCH_MIN_BYTES`] is checked
+/// by [`contains_lookups`], [`BATCH_ITEMS`] items at a time, so a batch of any length takes
+/// bounded memory (one part's lookups and one flag per item of the part); a smaller one (in
+/// cache) item by item.
 pub fn contains_each<T: AsRef<[u8]>>(
     cf: &Cuckoo,
     count: usize,
     mut item_of: impl FnMut(usize) -> T,
     mut answer: impl FnMut(usize, bool),
 ) {
+    if !cf.filters.iter().any(|f| f.bytes() >= PREFETCH_MIN_BYTES) {
+        // All in cache: item by item, nothing to overlap.
+        for i in 0..count {
+            answer(i, cf.contains(item_of(i).as_ref()));
+        }
+        return;
+    }
     let mut found = [false; BATCH_ITEMS];
     let mut lookups = Vec::new();
     for first in (0..count).step_by(BATCH_ITEMS) {
