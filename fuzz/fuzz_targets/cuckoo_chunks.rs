@@ -23,14 +23,18 @@ fn fallback() -> Cuckoo {
     let mut cf = Cuckoo::new(8, 2, 20, 2, u64::MAX).expect("fixed filter");
     let mut i = 0u32;
     while cf.filters.len() < 2 {
-        assert_eq!(cf.insert(&i.to_le_bytes(), false, u64::MAX), Insert::Inserted);
+        assert_eq!(
+            cf.insert(&i.to_le_bytes(), false, u64::MAX),
+            Insert::Inserted
+        );
         i += 1;
     }
     cf
 }
 
 /// Bytes `start..start + len` of the tables laid end to end, if they lie in one sub-filter;
-/// a start past the end is taken relative to the last sub-filter (as LOADCHUNK does).
+/// for a start past the end, bytes `start - total ..` of the last sub-filter (where
+/// LOADCHUNK writes such a chunk).
 fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
     let mut base = 0u64;
     for f in &cf.filters {
@@ -41,8 +45,10 @@ fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
         }
         base += n;
     }
+    // Past the end: LOADCHUNK keeps the offset it has left after subtracting every
+    // sub-filter, and writes at that offset of the last one.
     let last = cf.filters.last()?;
-    let off = usize::try_from(start - (base - last.bytes())).ok()?;
+    let off = usize::try_from(start - base).ok()?;
     last.data.get(off..off.checked_add(len)?)
 }
 
@@ -109,7 +115,11 @@ fuzz_target!(|data: &[u8]| {
         match dump::apply_chunk(&mut cf, pos, chunk) {
             Ok(()) => {
                 let start = (i128::from(pos) - len as i128 - 1) as u64;
-                assert_eq!(read_at(&cf, start, len), Some(chunk), "chunk landed elsewhere");
+                assert_eq!(
+                    read_at(&cf, start, len),
+                    Some(chunk),
+                    "chunk landed elsewhere"
+                );
                 let shape_now: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
                 assert_eq!(shape_now, shape);
                 assert_eq!((cf.items, cf.deletes), (before.items, before.deletes));

@@ -40,7 +40,10 @@ fuzz_target!(|data: &[u8]| {
         .sum();
     if let Ok(mut cf) = rdb::load(&mut reader, encver) {
         assert!((0..=rdb::ENCODING_VERSION).contains(&encver));
-        assert!(cf.table_bytes() <= input_bytes, "allocated beyond the stream");
+        assert!(
+            cf.table_bytes() <= input_bytes,
+            "allocated beyond the stream"
+        );
         cuckoo_common::exercise(&mut cf, ops, input_bytes + (64 << 10));
     }
 });
