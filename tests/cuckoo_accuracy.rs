@@ -14,11 +14,12 @@
 //! - the measured rate within a two-sided Chernoff margin of the rate the filled table itself
 //!   implies (the share of (fingerprint, first bucket) pairs whose fingerprint sits in one of
 //!   its two buckets: what a probe with a uniform hash meets),
-//! where each margin is the deviation a sum of independent probe outcomes exceeds with
-//! probability at most 1e-9 (so a correct filter fails these for one item set in 10^9), and
 //! - CF.COUNT ≥ the multiplicity of every item added (no deletion here), its over-count
 //!   (count − multiplicity) histogram printed; the share of items over-counted is bounded as
 //!   the false-positive rate is.
+//!
+//! Each margin is the deviation a sum of independent probe outcomes exceeds with probability
+//! at most 1e-9 (so a correct filter fails these for one item set in 10^9).
 
 use redis_bf::bloom::cuckoo::{alt_index, batch, Cuckoo, Insert};
 use std::collections::BTreeMap;
