@@ -6,6 +6,7 @@ use criterion::{
     criterion_group, criterion_main, BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
 };
 use redis_bf::bloom::chain::AddOutcome;
+use redis_bf::bloom::cuckoo::{batch, Cuckoo, Insert};
 use redis_bf::bloom::dump::{apply_chunk, decode_header, encode_header, walk};
 use redis_bf::bloom::hash::HashPair;
 use redis_bf::bloom::rdb::{load, save, Values};
@@ -208,12 +209,139 @@ fn encodings(c: &mut Criterion) {
     g.finish();
 }
 
+/// A cuckoo filter made for `capacity` items (bucket size 2, the default), its table filled
+/// directly with pseudo-random fingerprints in `capacity / slots` of its slots, as `capacity`
+/// insertions would leave it (inserting 1e8 items one by one would take minutes; lookups and
+/// insertions see the same occupancy and fingerprint distribution).
+fn cuckoo_filled(capacity: u64) -> Cuckoo {
+    let mut cf = Cuckoo::new(capacity, 2, 20, 1, u64::MAX).unwrap();
+    let slots = cf.table_bytes();
+    let keep = (capacity as f64 / slots as f64 * u32::MAX as f64) as u64;
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    for b in cf.filters[0].data.iter_mut() {
+        let r = rng.next();
+        if (r >> 32) < keep {
+            *b = (r % 255 + 1) as u8;
+        }
+    }
+    cf.items = capacity;
+    cf
+}
+
+/// The cuckoo filter (CF.*) operations, 1000 items per call, on a filter in cache (1e4 items,
+/// 8 KiB) and on a 1e8-item one (128 MiB, 75 % of its slots used): CF.MEXISTS item by item
+/// (what RedisBloom does) against the batch path (`cuckoo::batch::contains_each`), for items
+/// never added and for members; CF.ADD, CF.DEL (of the items just added, the adding outside
+/// the timing) and CF.COUNT item by item.
+fn cuckoo_ops(c: &mut Criterion) {
+    for capacity in [10_000u64, 100_000_000] {
+        let mut g = c.benchmark_group(format!("cuckoo_1000_items_{capacity:.0e}_filter"));
+        g.throughput(Throughput::Elements(1000));
+        let mut cf = cuckoo_filled(capacity);
+        // Members: 1000 × 64 real items, added over the fill (those the eviction walks place
+        // without growing: a few percent of them fail at this load).
+        let mut members: Vec<Vec<u8>> = Vec::new();
+        let mut m = 0u64;
+        while capacity > 100_000 && members.len() < 64_000 {
+            let item = format!("member:{m}").into_bytes();
+            m += 1;
+            if cf.insert(&item, false, 0) == Insert::Inserted {
+                members.push(item);
+            }
+        }
+        let mut rng = Rng(capacity ^ 0x5bd1e995);
+        let mut fresh_items = move || -> Vec<Vec<u8>> {
+            (0..1000)
+                .map(|_| format!("user:{:016x}", rng.next()).into_bytes())
+                .collect()
+        };
+        let mut k = 0usize;
+        let mut some_members = || -> Vec<Vec<u8>> {
+            k = (k + 1) % 64;
+            members[k * 1000..(k + 1) * 1000].to_vec()
+        };
+        let check_each =
+            |cf: &Cuckoo, items: &Vec<Vec<u8>>| items.iter().filter(|i| cf.contains(i)).count();
+        let check_batch = |cf: &Cuckoo, items: &Vec<Vec<u8>>| {
+            let mut n = 0;
+            batch::contains_each(cf, items.len(), |i| &items[i], |_, p| n += usize::from(p));
+            n
+        };
+        on_fresh_items(
+            &mut g,
+            "mexists_absent_item_by_item",
+            &mut fresh_items,
+            |items| check_each(&cf, items),
+        );
+        on_fresh_items(
+            &mut g,
+            "mexists_absent_batched",
+            &mut fresh_items,
+            |items| check_batch(&cf, items),
+        );
+        if capacity > 100_000 {
+            on_fresh_items(
+                &mut g,
+                "mexists_members_item_by_item",
+                &mut some_members,
+                |items| check_each(&cf, items),
+            );
+            on_fresh_items(
+                &mut g,
+                "mexists_members_batched",
+                &mut some_members,
+                |items| check_batch(&cf, items),
+            );
+        }
+        on_fresh_items(&mut g, "count_item_by_item", &mut fresh_items, |items| {
+            items.iter().map(|i| cf.count(i) as usize).sum()
+        });
+        // CF.ADD then CF.DEL of the same fresh items: the filter ends as it began.
+        g.bench_function("add_item_by_item_then_untimed_del", |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    let items = fresh_items();
+                    let t = std::time::Instant::now();
+                    for i in &items {
+                        std::hint::black_box(cf.insert(i, false, u64::MAX));
+                    }
+                    total += t.elapsed();
+                    for i in &items {
+                        cf.delete(i);
+                    }
+                }
+                total
+            })
+        });
+        g.bench_function("del_item_by_item_after_untimed_add", |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    let items = fresh_items();
+                    for i in &items {
+                        cf.insert(i, false, u64::MAX);
+                    }
+                    let t = std::time::Instant::now();
+                    for i in &items {
+                        std::hint::black_box(cf.delete(i));
+                    }
+                    total += t.elapsed();
+                }
+                total
+            })
+        });
+        g.finish();
+    }
+}
+
 criterion_group!(
     benches,
     hashing,
     layer_ops,
     batch_1000,
     chain_check,
-    encodings
+    encodings,
+    cuckoo_ops
 );
 criterion_main!(benches);

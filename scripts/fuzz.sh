@@ -30,7 +30,7 @@ if ! [[ "$SECS" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
-TARGETS=(dump_header chunk_apply rdb_value args window_value batch)
+TARGETS=(dump_header chunk_apply rdb_value args window_value batch cuckoo_rdb cuckoo_chunks)
 
 if [ -d "${CARGO_HOME:-$HOME/.cargo}/bin" ]; then
   PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -55,6 +55,7 @@ for t in "${TARGETS[@]}"; do
   max_len=4096
   [ "$t" = args ] && max_len=128
   [ "$t" = rdb_value ] && max_len=8192
+  [ "$t" = cuckoo_rdb ] && max_len=8192
   echo "fuzz: $t for ${SECS}s"
   mkdir -p "corpus/$t" # a target without golden-vector seeds starts from an empty corpus
   t0=$(date +%s)

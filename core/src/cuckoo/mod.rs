@@ -28,6 +28,7 @@
 //! Sizes: a filter made for capacity `c` with bucket size `b` has `next_pow2(c / b)` buckets
 //! in its first sub-filter (at least 1); each sub-filter is `buckets × b` bytes.
 
+pub mod batch;
 pub mod dump;
 pub mod rdb;
 
