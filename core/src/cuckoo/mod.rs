@@ -292,15 +292,11 @@ impl Cuckoo {
         })
     }
 
-    /// Buckets sub-filter `i` has: `buckets × expansion^i` (None past 56 bits).
+    /// Buckets sub-filter `i` has: `buckets × expansion^i` (None past 56 bits, or for `i ≥ 1`
+    /// with expansion 0).
     pub fn buckets_of(&self, i: usize) -> Option<u64> {
-        let mut n = self.buckets;
-        for _ in 0..i {
-            n = n.checked_mul(u64::from(self.expansion))?;
-            if n > MAX_BUCKETS {
-                return None;
-            }
-        }
+        let growth = u64::from(self.expansion).checked_pow(u32::try_from(i).ok()?)?;
+        let n = self.buckets.checked_mul(growth)?;
         (n > 0 && n <= MAX_BUCKETS).then_some(n)
     }
 
@@ -404,6 +400,14 @@ impl Cuckoo {
         let Some(f) = self.filters.last_mut() else {
             return false;
         };
+        // Only a crafted header or value (an expansion that is not a power of two) gives a
+        // sub-filter whose bucket count is not one; there a fingerprint's alternate bucket
+        // cannot be computed from the bucket it sits in, so an eviction could move it where
+        // lookups never look. No evictions there: the insertion grows or finds the filter full
+        // instead (RedisBloom evicts and may lose items).
+        if !f.buckets.is_power_of_two() {
+            return false;
+        }
         let mut fp = l.fp;
         let mut victim: u64 = 0;
         let mut index = f.reduce(l.h1);
@@ -495,7 +499,15 @@ impl Cuckoo {
                     h2: alt_index(fp, bucket),
                 };
                 let mut moved = false;
-                for f in older.iter_mut() {
+                // A fingerprint can only move to a sub-filter whose buckets it can find from
+                // the bucket it is in: both counts powers of two, the older one not larger
+                // (always so but for crafted headers or values, see `evict_into_newest`).
+                let movable = |f: &SubFilter| {
+                    cur.buckets.is_power_of_two()
+                        && f.buckets.is_power_of_two()
+                        && f.buckets <= cur.buckets
+                };
+                for f in older.iter_mut().filter(|f| movable(f)) {
                     if let Some(i) = f.free_slot(&l, bs) {
                         f.data[i] = fp;
                         cur.data[at_slot] = 0;
@@ -595,6 +607,43 @@ mod tests {
             assert!(cf.contains(format!("c{i}").as_bytes()), "c{i} lost");
         }
         assert_eq!(cf.items, 100);
+    }
+
+    #[test]
+    fn an_expansion_that_is_not_a_power_of_two_loses_nothing_and_reloads() {
+        // Only a crafted header gives one: 2 buckets of 1, expansion 3 -> sub-filters of 2,
+        // 6, 18 ... buckets, where evictions are not tried (see evict_into_newest).
+        let h = dump::Header {
+            items: 0,
+            buckets: 2,
+            deletes: 0,
+            filters: 1,
+            bucket_size: 1,
+            max_iterations: 20,
+            expansion: 3,
+        };
+        let limits = dump::HeaderLimits {
+            max_expansion: 32768,
+        };
+        let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let items: Vec<String> = (0..60).map(|i| format!("x{i}")).collect();
+        for it in &items {
+            assert_eq!(cf.insert(it.as_bytes(), false, u64::MAX), Insert::Inserted);
+        }
+        assert!(cf.filters.len() > 2);
+        for it in &items {
+            assert!(cf.contains(it.as_bytes()), "{it} lost");
+        }
+        for it in &items[..30] {
+            assert!(cf.delete(it.as_bytes()).0);
+        }
+        cf.compact(true);
+        for it in &items[30..] {
+            assert!(cf.contains(it.as_bytes()), "{it} lost after compaction");
+        }
+        let mut w = crate::rdb::Values::default();
+        rdb::save(&cf, &mut w);
+        assert_eq!(rdb::load(&mut w, rdb::ENCODING_VERSION).unwrap(), cf);
     }
 
     #[test]

@@ -33,10 +33,10 @@ pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
 /// a time (nothing sized by the announced count is allocated up front).
 ///
 /// Errors: [`DecodeError`] for encver > 4; 0 or more than 65 535 sub-filters; a bucket size
-/// outside 1–255, max iterations 0 or a 16-bit field out of range; a bucket count of 0, above
-/// 2^56 or not a power of two; several sub-filters with expansion 0; a sub-filter with fewer
-/// buckets than the one before it; a table whose length is not its buckets × bucket size; a
-/// read error. (RedisBloom checks less; a value failing these could not be looked up
+/// outside 1–255, max iterations 0 or a 16-bit field out of range; a first bucket count of 0,
+/// above 2^56 or not a power of two; several sub-filters with expansion 0; a sub-filter whose
+/// bucket count is not `buckets × expansion^i` (what growth and `CF.LOADCHUNK` give it); a
+/// table whose length is not its buckets × bucket size; a read error. (RedisBloom checks less; a value failing these could not be looked up
 /// consistently.)
 pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError> {
     if !(0..=ENCODING_VERSION).contains(&encver) {
@@ -71,17 +71,24 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         return Err(DecodeError);
     }
     let mut filters: Vec<SubFilter> = Vec::new();
-    let mut previous = buckets;
+    let shape = Cuckoo {
+        buckets,
+        items,
+        deletes,
+        bucket_size,
+        max_iterations,
+        expansion,
+        filters: Vec::new(),
+    };
     for i in 0..count {
         let n = if encver < 4 {
             buckets
         } else {
             r.read_unsigned()?
         };
-        if !valid_buckets(n) || n < previous || (i == 0 && n != buckets) {
+        if Some(n) != shape.buckets_of(i as usize) {
             return Err(DecodeError);
         }
-        previous = n;
         let data = r.read_bytes()?;
         if Some(data.len() as u64) != n.checked_mul(u64::from(bucket_size)) {
             return Err(DecodeError);
@@ -130,6 +137,20 @@ mod tests {
             };
             assert!(load(&mut short, ENCODING_VERSION).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn sub_filter_sizes_must_follow_the_expansion() {
+        // 8, 16, 32 buckets with expansion 1: growth would append 8, which no load takes back.
+        let mut w = Values::default();
+        for v in [3u64, 8, 0, 0, 1, 20, 1] {
+            w.values.push(Value::Unsigned(v));
+        }
+        for n in [8u64, 16, 32] {
+            w.values.push(Value::Unsigned(n));
+            w.values.push(Value::Bytes(vec![0; n as usize]));
+        }
+        assert!(load(&mut w, ENCODING_VERSION).is_err());
     }
 
     #[test]
