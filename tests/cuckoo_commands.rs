@@ -997,3 +997,48 @@ fn single_item_and_batch_commands_allocate_nothing() {
     let _: () = cmd("CF.ADD").arg("new").arg("a").query(&mut con).unwrap();
     assert!(allocations(&mut con) > before);
 }
+
+/// Filters whose later sub-filters are not a power of two in size (a `CF.LOADCHUNK` header
+/// with expansion 3: 4, 12 and 36 buckets, as RedisBloom makes them) survive DUMP / RESTORE,
+/// COPY and DEBUG RELOAD, and still take items. Their RDB value used to be refused, which
+/// aborted the server on DEBUG RELOAD (and on a restart or a full sync).
+#[test]
+fn odd_expansion_filters_reload() {
+    let s = Server::start();
+    let mut con = s.conn();
+    // items 20, buckets 4, deletes 0, sub-filters 3, bucket size 2, max iterations 20, expansion 3
+    let mut header = Vec::new();
+    for v in [20u64, 4, 0, 3] {
+        header.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [2u16, 20, 3] {
+        header.extend_from_slice(&v.to_le_bytes());
+    }
+    let _: () = cmd("CF.LOADCHUNK")
+        .arg("odd")
+        .arg(1)
+        .arg(&header)
+        .query(&mut con)
+        .unwrap();
+    let add: i64 = cmd("CF.ADD").arg("odd").arg("x").query(&mut con).unwrap();
+    assert_eq!(add, 1);
+    let want = shape(&mut con, "odd");
+    assert_eq!((want.filters, want.expansion, want.items), (3, 3, 21));
+    let payload = dump(&mut con, "odd");
+    let r: String = cmd("RESTORE")
+        .arg("odd:r")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, "OK");
+    let copied: i64 = cmd("COPY").arg("odd").arg("odd:c").query(&mut con).unwrap();
+    assert_eq!(copied, 1);
+    let r: String = cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    assert_eq!(r, "OK");
+    for key in ["odd", "odd:r", "odd:c"] {
+        assert_eq!(dump(&mut con, key), payload, "{key}");
+        let n: i64 = cmd("CF.COUNT").arg(key).arg("x").query(&mut con).unwrap();
+        assert_eq!(n, 1, "{key}");
+    }
+}

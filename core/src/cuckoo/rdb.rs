@@ -33,8 +33,8 @@ pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
 /// a time (nothing sized by the announced count is allocated up front).
 ///
 /// Errors: [`DecodeError`] for encver > 4; 0 or more than 65 535 sub-filters; a bucket size
-/// outside 1–255, max iterations 0 or a 16-bit field out of range; a bucket count of 0, above
-/// 2^56 or not a power of two; several sub-filters with expansion 0; a sub-filter with fewer
+/// outside 1–255, max iterations 0 or a 16-bit field out of range; a bucket count of 0 or
+/// above 2^56, or a first one that is not a power of two; several sub-filters with expansion 0; a sub-filter with fewer
 /// buckets than the one before it; a table whose length is not its buckets × bucket size; a
 /// read error. (RedisBloom checks less; a value failing these could not be looked up
 /// consistently.)
@@ -78,7 +78,9 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         } else {
             r.read_unsigned()?
         };
-        if !valid_buckets(n) || n < previous || (i == 0 && n != buckets) {
+        // Only the first count must be a power of two: a later one is `buckets × expansion^i`,
+        // and a CF.LOADCHUNK header may carry any expansion (3 gives 4, 12, 36 … buckets).
+        if n == 0 || n > MAX_BUCKETS || n < previous || (i == 0 && n != buckets) {
             return Err(DecodeError);
         }
         previous = n;
@@ -129,6 +131,44 @@ mod tests {
                 pos: 0,
             };
             assert!(load(&mut short, ENCODING_VERSION).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn later_sub_filters_need_not_be_powers_of_two() {
+        // What `CF.LOADCHUNK` makes of a header with expansion 3 and 3 sub-filters: 4, 12 and
+        // 36 buckets. Its own RDB value must load again.
+        let h = super::super::dump::Header {
+            items: 20,
+            buckets: 4,
+            deletes: 0,
+            filters: 3,
+            bucket_size: 2,
+            max_iterations: 20,
+            expansion: 3,
+        };
+        let limits = super::super::dump::HeaderLimits {
+            max_expansion: u16::MAX,
+        };
+        let cf = super::super::dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let sizes: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
+        assert_eq!(sizes, [4, 12, 36]);
+        let mut w = Values::default();
+        save(&cf, &mut w);
+        assert_eq!(load(&mut w.clone(), ENCODING_VERSION).unwrap(), cf);
+        // The first count stays a power of two, and none may shrink.
+        for (first, second) in [(6u64, 18u64), (8, 4)] {
+            let mut bad = Values::default();
+            for v in [2, first, 0, 0, 2, 20, 3, first] {
+                bad.values.push(Value::Unsigned(v));
+            }
+            bad.values.push(Value::Bytes(vec![0; first as usize * 2]));
+            bad.values.push(Value::Unsigned(second));
+            bad.values.push(Value::Bytes(vec![0; second as usize * 2]));
+            assert!(
+                load(&mut bad, ENCODING_VERSION).is_err(),
+                "{first} then {second}"
+            );
         }
     }
 
