@@ -1042,3 +1042,40 @@ fn odd_expansion_filters_reload() {
         assert_eq!(n, 1, "{key}");
     }
 }
+
+/// CF.INFO answers the item and delete counters of a CF.LOADCHUNK header as RedisBloom does
+/// (as signed 64-bit integers: 2^64 − 1 is -1, 2^63 is its negative); CF.DEBUG prints them
+/// unsigned.
+#[test]
+fn info_counters_from_a_header_are_signed() {
+    let s = Server::start();
+    let mut con = s.conn();
+    for (items, deletes, want_items, want_deletes) in [
+        (u64::MAX, 1u64 << 63, -1i64, i64::MIN),
+        (20, u64::MAX - 1, 20, -2),
+        (i64::MAX as u64, 0, i64::MAX, 0),
+    ] {
+        let mut header = Vec::new();
+        for v in [items, 4, deletes, 1] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [2u16, 20, 1] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        let key = format!("counters:{items}:{deletes}");
+        let _: () = cmd("CF.LOADCHUNK")
+            .arg(&key)
+            .arg(1)
+            .arg(&header)
+            .query(&mut con)
+            .unwrap();
+        let info: Vec<redis::Value> = cmd("CF.INFO").arg(&key).query(&mut con).unwrap();
+        assert_eq!(info[7], redis::Value::Int(want_items), "{key}");
+        assert_eq!(info[9], redis::Value::Int(want_deletes), "{key}");
+        let debug: String = cmd("CF.DEBUG").arg(&key).query(&mut con).unwrap();
+        assert!(
+            debug.contains(&format!(" items:{items} deletes:{deletes} ")),
+            "{debug}"
+        );
+    }
+}
