@@ -33,9 +33,9 @@ pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
 /// a time (nothing sized by the announced count is allocated up front).
 ///
 /// Errors: [`DecodeError`] for encver > 4; 0 or more than 65 535 sub-filters; a bucket size
-/// outside 1–255, max iterations 0 or a 16-bit field out of range; a bucket count of 0 or
-/// above 2^56, or a first one that is not a power of two; several sub-filters with expansion 0; a sub-filter with fewer
-/// buckets than the one before it; a table whose length is not its buckets × bucket size; a
+/// outside 1–255, max iterations 0 or a 16-bit field out of range; a first bucket count of 0,
+/// above 2^56 or not a power of two; several sub-filters with expansion 0; a sub-filter `i`
+/// without `buckets × expansion^i` buckets (within 2^56); a table whose length is not its buckets × bucket size; a
 /// read error. (RedisBloom checks less; a value failing these could not be looked up
 /// consistently.)
 pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError> {
@@ -71,19 +71,23 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         return Err(DecodeError);
     }
     let mut filters: Vec<SubFilter> = Vec::new();
-    let mut previous = buckets;
-    for i in 0..count {
+    // Sub-filter i has `buckets × expansion^i` buckets, as growth makes them (and RedisBloom
+    // writes them); only the first count is a power of two, since a CF.LOADCHUNK header may
+    // carry any expansion (3 gives 4, 12, 36 … buckets). Another count would make the next
+    // growth add a sub-filter the value could not be reloaded with.
+    let mut expected = Some(buckets);
+    for _ in 0..count {
         let n = if encver < 4 {
             buckets
         } else {
             r.read_unsigned()?
         };
-        // Only the first count must be a power of two: a later one is `buckets × expansion^i`,
-        // and a CF.LOADCHUNK header may carry any expansion (3 gives 4, 12, 36 … buckets).
-        if n == 0 || n > MAX_BUCKETS || n < previous || (i == 0 && n != buckets) {
+        if expected != Some(n) {
             return Err(DecodeError);
         }
-        previous = n;
+        expected = n
+            .checked_mul(u64::from(expansion))
+            .filter(|&m| m <= MAX_BUCKETS);
         let data = r.read_bytes()?;
         if Some(data.len() as u64) != n.checked_mul(u64::from(bucket_size)) {
             return Err(DecodeError);
@@ -156,8 +160,8 @@ mod tests {
         let mut w = Values::default();
         save(&cf, &mut w);
         assert_eq!(load(&mut w.clone(), ENCODING_VERSION).unwrap(), cf);
-        // The first count stays a power of two, and none may shrink.
-        for (first, second) in [(6u64, 18u64), (8, 4)] {
+        // The first count stays a power of two, and the second is 3 × the first.
+        for (first, second) in [(6u64, 18u64), (8, 4), (8, 16), (8, 25)] {
             let mut bad = Values::default();
             for v in [2, first, 0, 0, 2, 20, 3, first] {
                 bad.values.push(Value::Unsigned(v));
