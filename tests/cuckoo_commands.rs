@@ -997,3 +997,85 @@ fn single_item_and_batch_commands_allocate_nothing() {
     let _: () = cmd("CF.ADD").arg("new").arg("a").query(&mut con).unwrap();
     assert!(allocations(&mut con) > before);
 }
+
+/// Filters whose later sub-filters are not a power of two in size (a `CF.LOADCHUNK` header
+/// with expansion 3: 4, 12 and 36 buckets, as RedisBloom makes them) survive DUMP / RESTORE,
+/// COPY and DEBUG RELOAD, and still take items. Their RDB value used to be refused, which
+/// aborted the server on DEBUG RELOAD (and on a restart or a full sync).
+#[test]
+fn odd_expansion_filters_reload() {
+    let s = Server::start();
+    let mut con = s.conn();
+    // items 20, buckets 4, deletes 0, sub-filters 3, bucket size 2, max iterations 20, expansion 3
+    let mut header = Vec::new();
+    for v in [20u64, 4, 0, 3] {
+        header.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [2u16, 20, 3] {
+        header.extend_from_slice(&v.to_le_bytes());
+    }
+    let _: () = cmd("CF.LOADCHUNK")
+        .arg("odd")
+        .arg(1)
+        .arg(&header)
+        .query(&mut con)
+        .unwrap();
+    let add: i64 = cmd("CF.ADD").arg("odd").arg("x").query(&mut con).unwrap();
+    assert_eq!(add, 1);
+    let want = shape(&mut con, "odd");
+    assert_eq!((want.filters, want.expansion, want.items), (3, 3, 21));
+    let payload = dump(&mut con, "odd");
+    let r: String = cmd("RESTORE")
+        .arg("odd:r")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, "OK");
+    let copied: i64 = cmd("COPY").arg("odd").arg("odd:c").query(&mut con).unwrap();
+    assert_eq!(copied, 1);
+    let r: String = cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    assert_eq!(r, "OK");
+    for key in ["odd", "odd:r", "odd:c"] {
+        assert_eq!(dump(&mut con, key), payload, "{key}");
+        let n: i64 = cmd("CF.COUNT").arg(key).arg("x").query(&mut con).unwrap();
+        assert_eq!(n, 1, "{key}");
+    }
+}
+
+/// CF.INFO answers the item and delete counters of a CF.LOADCHUNK header as RedisBloom does
+/// (as signed 64-bit integers: 2^64 − 1 is -1, 2^63 is its negative); CF.DEBUG prints them
+/// unsigned.
+#[test]
+fn info_counters_from_a_header_are_signed() {
+    let s = Server::start();
+    let mut con = s.conn();
+    for (items, deletes, want_items, want_deletes) in [
+        (u64::MAX, 1u64 << 63, -1i64, i64::MIN),
+        (20, u64::MAX - 1, 20, -2),
+        (i64::MAX as u64, 0, i64::MAX, 0),
+    ] {
+        let mut header = Vec::new();
+        for v in [items, 4, deletes, 1] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [2u16, 20, 1] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        let key = format!("counters:{items}:{deletes}");
+        let _: () = cmd("CF.LOADCHUNK")
+            .arg(&key)
+            .arg(1)
+            .arg(&header)
+            .query(&mut con)
+            .unwrap();
+        let info: Vec<redis::Value> = cmd("CF.INFO").arg(&key).query(&mut con).unwrap();
+        assert_eq!(info[7], redis::Value::Int(want_items), "{key}");
+        assert_eq!(info[9], redis::Value::Int(want_deletes), "{key}");
+        let debug: String = cmd("CF.DEBUG").arg(&key).query(&mut con).unwrap();
+        assert!(
+            debug.contains(&format!(" items:{items} deletes:{deletes} ")),
+            "{debug}"
+        );
+    }
+}

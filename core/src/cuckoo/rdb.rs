@@ -154,6 +154,44 @@ mod tests {
     }
 
     #[test]
+    fn later_sub_filters_need_not_be_powers_of_two() {
+        // What `CF.LOADCHUNK` makes of a header with expansion 3 and 3 sub-filters: 4, 12 and
+        // 36 buckets. Its own RDB value must load again.
+        let h = super::super::dump::Header {
+            items: 20,
+            buckets: 4,
+            deletes: 0,
+            filters: 3,
+            bucket_size: 2,
+            max_iterations: 20,
+            expansion: 3,
+        };
+        let limits = super::super::dump::HeaderLimits {
+            max_expansion: u16::MAX,
+        };
+        let cf = super::super::dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let sizes: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
+        assert_eq!(sizes, [4, 12, 36]);
+        let mut w = Values::default();
+        save(&cf, &mut w);
+        assert_eq!(load(&mut w.clone(), ENCODING_VERSION).unwrap(), cf);
+        // The first count stays a power of two, and the second is 3 × the first.
+        for (first, second) in [(6u64, 18u64), (8, 4), (8, 16), (8, 25)] {
+            let mut bad = Values::default();
+            for v in [2, first, 0, 0, 2, 20, 3, first] {
+                bad.values.push(Value::Unsigned(v));
+            }
+            bad.values.push(Value::Bytes(vec![0; first as usize * 2]));
+            bad.values.push(Value::Unsigned(second));
+            bad.values.push(Value::Bytes(vec![0; second as usize * 2]));
+            assert!(
+                load(&mut bad, ENCODING_VERSION).is_err(),
+                "{first} then {second}"
+            );
+        }
+    }
+
+    #[test]
     fn version_3_values_have_defaults() {
         let mut w = Values::default();
         for v in [2u64, 4, 3] {

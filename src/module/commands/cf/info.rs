@@ -21,12 +21,15 @@ fn with_filter(ctx: &Context, key: &Arg, f: impl FnOnce(&Cuckoo) -> Reply) -> Re
 /// The CF.INFO fields of `cf`, in RedisBloom's order.
 pub fn info_fields(cf: &Cuckoo) -> Vec<(&'static str, Reply)> {
     let int = |v: u64| Reply::Int(v.min(i64::MAX as u64) as i64);
+    // The counters are answered as RedisBloom answers them, reinterpreted as signed: a
+    // CF.LOADCHUNK header may set them to anything, and 2^64 − 1 answers -1.
+    let counter = |v: u64| Reply::Int(v as i64);
     vec![
         ("Size", int(cf.mem_usage())),
         ("Number of buckets", int(cf.buckets)),
         ("Number of filters", int(cf.filters.len() as u64)),
-        ("Number of items inserted", int(cf.items)),
-        ("Number of items deleted", int(cf.deletes)),
+        ("Number of items inserted", counter(cf.items)),
+        ("Number of items deleted", counter(cf.deletes)),
         ("Bucket size", int(u64::from(cf.bucket_size))),
         ("Expansion rate", int(u64::from(cf.expansion))),
         ("Max iterations", int(u64::from(cf.max_iterations))),
