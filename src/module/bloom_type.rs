@@ -322,12 +322,39 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
 
 /// See [`free_effort`].
 pub(crate) fn free_effort_of(chain: &Chain) -> usize {
-    (2 + chain.layers.len()).min(LAZYFREE_THRESHOLD)
+    free_effort_for(chain.layers.len())
+}
+
+/// The free effort of a value made of a record, a table of `parts` and each part: `2 + parts`,
+/// capped at [`LAZYFREE_THRESHOLD`] (both types' `free_effort`).
+pub(crate) fn free_effort_for(parts: usize) -> usize {
+    (2 + parts).min(LAZYFREE_THRESHOLD)
 }
 
 /// Bit arrays above this size are not offered to active defrag: jemalloc moves only its small
 /// size classes (up to 14 KiB with 4 KiB pages), so larger ones would only count as misses.
-const DEFRAG_MAX_BYTES: usize = 16 << 10;
+pub(crate) const DEFRAG_MAX_BYTES: usize = 16 << 10;
+
+/// `RedisModule_DefragAlloc`'s signature.
+pub(crate) type DefragAlloc =
+    unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx, *mut c_void) -> *mut c_void;
+
+/// Offers one allocation to active defrag and counts the attempt in `INFO bf`: Some(new
+/// address) when it moved (the old block is then freed), None when it stayed.
+///
+/// # Safety
+/// `ctx` is the live defrag context and `ptr` a live allocation of Redis' allocator owned by
+/// the value being defragmented; after a move the caller must forget its old owner.
+pub(crate) unsafe fn defrag_move(
+    defrag_alloc: DefragAlloc,
+    ctx: *mut raw::RedisModuleDefragCtx,
+    ptr: *mut c_void,
+) -> Option<*mut c_void> {
+    // SAFETY: as the caller promises.
+    let new = unsafe { defrag_alloc(ctx, ptr) };
+    stats::defrag_attempt(!new.is_null());
+    (!new.is_null()).then_some(new)
+}
 
 /// Active defrag: lets the server move the filter's allocations (the chain, its layer table,
 /// each bit array) out of fragmented pages with `RedisModule_DefragAlloc`, which copies the
@@ -343,14 +370,9 @@ unsafe extern "C" fn defrag(
     let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
         return 0;
     };
-    // Moves one allocation; Some(new address) when it moved (the old one is then freed).
-    let moved = |ptr: *mut c_void| -> Option<*mut c_void> {
-        // SAFETY: `ctx` is the live defrag context; `ptr` is a live allocation of Redis'
-        // allocator owned by this value.
-        let new = unsafe { defrag_alloc(ctx, ptr) };
-        stats::defrag_attempt(!new.is_null());
-        (!new.is_null()).then_some(new)
-    };
+    // SAFETY (of each call): `ctx` is the live defrag context; every pointer offered is a live
+    // allocation of Redis' allocator owned by this value.
+    let moved = |ptr: *mut c_void| unsafe { defrag_move(defrag_alloc, ctx, ptr) };
     // SAFETY: `*value` is the boxed Chain this module created (Box::into_raw), whose memory
     // came from Redis' allocator through alloc::BfAlloc; Redis hands it to no one else during
     // the call. DefragAlloc copies a block bit for bit and frees the old one, so after a move

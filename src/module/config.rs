@@ -159,6 +159,17 @@ pub struct CfDefaults {
     pub max_expansions: u64,
 }
 
+impl CfDefaults {
+    /// RedisBloom's defaults (every config at its default).
+    pub const REDISBLOOM: CfDefaults = CfDefaults {
+        initial_size: redis_bf_core::cuckoo::DEFAULT_CAPACITY,
+        bucket_size: redis_bf_core::cuckoo::DEFAULT_BUCKET_SIZE,
+        max_iterations: redis_bf_core::cuckoo::DEFAULT_MAX_ITERATIONS,
+        expansion: redis_bf_core::cuckoo::DEFAULT_EXPANSION,
+        max_expansions: 32,
+    };
+}
+
 /// The cuckoo defaults in force: the `cf-*` / `bf.cf-*` configs (see `CF_CONFIGS`), which
 /// the `CF_MAX_EXPANSIONS` load argument (and the other cuckoo load arguments) also set.
 pub fn cf_defaults() -> CfDefaults {

@@ -11,7 +11,8 @@ use crate::bloom::cuckoo::dump::{encode_header, table_chunk, Scan};
 use crate::bloom::cuckoo::{rdb, Cuckoo, SubFilter};
 use crate::module::alloc;
 use crate::module::bloom_type::{
-    digest_filter, emit_loadchunk, type_methods, IoReader, IoWriter, Lookup, LAZYFREE_THRESHOLD,
+    defrag_move, digest_filter, emit_loadchunk, free_effort_for, type_methods, IoReader, IoWriter,
+    Lookup, DEFRAG_MAX_BYTES,
 };
 use crate::module::pages;
 use crate::module::reply::Reply;
@@ -148,18 +149,14 @@ pub fn free_tables(filters: Vec<SubFilter>, budget: &mut alloc::FreeBudget) {
 }
 
 /// Work to free a filter, in Redis' units (allocations): the filter, its sub-filter table and
-/// one per sub-filter, capped at [`LAZYFREE_THRESHOLD`]: freeing costs the calling thread a
+/// one per sub-filter, capped at Redis' lazyfree threshold (`free_effort_for`): freeing costs the calling thread a
 /// bounded amount whatever the size (see the Bloom type's `free_effort`), so Redis frees
 /// filters at once. Never 0.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: as in rdb_save.
     let cf = unsafe { &*value.cast::<Cuckoo>() };
-    (2 + cf.filters.len()).min(LAZYFREE_THRESHOLD)
+    free_effort_for(cf.filters.len())
 }
-
-/// Tables above this size are not offered to active defrag (jemalloc moves only its small
-/// size classes; see the Bloom type).
-const DEFRAG_MAX_BYTES: usize = 16 << 10;
 
 /// Active defrag: offers the filter, its sub-filter table and each small table to
 /// `RedisModule_DefragAlloc` (which moves a block worth moving and returns null otherwise),
@@ -173,13 +170,9 @@ unsafe extern "C" fn defrag(
     let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
         return 0;
     };
-    let moved = |ptr: *mut c_void| -> Option<*mut c_void> {
-        // SAFETY: `ctx` is the live defrag context; `ptr` is a live allocation of Redis'
-        // allocator owned by this value.
-        let new = unsafe { defrag_alloc(ctx, ptr) };
-        stats::defrag_attempt(!new.is_null());
-        (!new.is_null()).then_some(new)
-    };
+    // SAFETY (of each call): `ctx` is the live defrag context; every pointer offered is a live
+    // allocation of Redis' allocator owned by this value.
+    let moved = |ptr: *mut c_void| unsafe { defrag_move(defrag_alloc, ctx, ptr) };
     // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its Vec and
     // tables) by Redis' allocator through alloc::BfAlloc; no one else uses it during the
     // call. DefragAlloc copies a block bit for bit and frees the old one, so after a move the

@@ -162,13 +162,7 @@ mod tests {
     use super::*;
 
     fn defaults() -> CfDefaults {
-        CfDefaults {
-            initial_size: 1024,
-            bucket_size: 2,
-            max_iterations: 20,
-            expansion: 1,
-            max_expansions: 32,
-        }
+        CfDefaults::REDISBLOOM
     }
 
     fn p(line: &str, redis8: bool) -> Result<Reserve, Fail> {
