@@ -12,7 +12,6 @@ hostile walks get the same verdicts from CF.LOADCHUNK. Run with clients/python/c
 import hashlib
 import json
 import os
-import random
 import struct
 import unittest
 
@@ -287,39 +286,16 @@ PROBES = 20_000
 COUNTS = 2_000
 
 
-def probes(members, seed):
-    rnd = random.Random(seed)
-    out = []
-    for i in range(PROBES):
-        if members and i % 4 == 0:
-            out.append(members[rnd.randrange(len(members))])
-        elif i % 4 == 1:
-            out.append("stranger:%d:%d" % (seed, i))
-        elif i % 4 == 2:
-            out.append("名前-%d-ユーザー" % i)
-        else:
-            out.append(bytes(rnd.randrange(256) for _ in range(rnd.randrange(41))))
-    return out
-
-
-def cf_scandump(r, key):
-    """The (iterator, bytes) pairs of a whole CF.SCANDUMP walk, as redis-py yields them."""
-    chunks, it = [], 0
-    while True:
-        it, data = r.cf().scandump(key, it)
-        if it == 0:
-            return chunks
-        chunks.append((it, data))
-
-
 class Live(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         import redis
 
-        from test_check_identity import MODULE, Server
+        from test_check_identity import MODULE, Server, probes, scandump
 
         cls.redis = redis
+        cls.probes = staticmethod(lambda members, seed: probes(members, seed, PROBES))
+        cls.scandump = staticmethod(lambda r, key: scandump(r, key, cuckoo=True))
         if not os.path.exists(MODULE):
             raise RuntimeError("module not found: %s (cargo build --release)" % MODULE)
         rdb = os.path.join(CF_FIXTURES, "dump.rdb")
@@ -342,7 +318,7 @@ class Live(unittest.TestCase):
             self.skipTest("%s: nothing was checked" % self.missing)
 
     def compare(self, key, items):
-        f = CuckooFilter.from_scandump(cf_scandump(self.r, key))
+        f = CuckooFilter.from_scandump(self.scandump(self.r, key))
         positives = 0
         for i in range(0, len(items), 1000):
             batch = items[i : i + 1000]
@@ -376,13 +352,13 @@ class Live(unittest.TestCase):
                 r.cf().insert(key, items[i : i + 1000])
             for d in deleted:
                 r.cf().delete(key, d)
-            f, positives = self.compare(key, probes(items, len(key)))
+            f, positives = self.compare(key, self.probes(items, len(key)))
             gone = set(deleted)
             for m in items:
                 if m not in gone:
                     self.assertTrue(f.contains(m), (key, m))
             self.assertGreater(positives, 0, key)
-        self.assertEqual([len(d) for _, d in cf_scandump(r, "py:huge")], [38, 1 << 24, 1 << 24])
+        self.assertEqual([len(d) for _, d in self.scandump(r, "py:huge")], [38, 1 << 24, 1 << 24])
 
     def test_fixture_rdb_keys(self):
         if not self.has_rdb:

@@ -68,21 +68,24 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def scandump(r, key):
-    """The (iterator, bytes) pairs of a whole SCANDUMP walk, as redis-py yields them."""
+def scandump(r, key, cuckoo=False):
+    """The (iterator, bytes) pairs of a whole BF.SCANDUMP walk (CF.SCANDUMP when cuckoo), as
+    redis-py yields them."""
     chunks = []
     it = 0
     while True:
-        it, data = r.bf().scandump(key, it)
+        it, data = (r.cf() if cuckoo else r.bf()).scandump(key, it)
         if it == 0:
             return chunks
         chunks.append((it, data))
 
 
-def probes(members, seed):
+def probes(members, seed, count=PROBES):
+    """count probes: every fourth a member (when there are members), the rest strangers (ASCII,
+    UTF-8, and raw bytes of 0-40 bytes), the same for the same seed."""
     rnd = random.Random(seed)
     out = []
-    for i in range(PROBES):
+    for i in range(count):
         if members and i % 4 == 0:
             out.append(members[rnd.randrange(len(members))])
         elif i % 4 == 1:

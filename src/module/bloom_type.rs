@@ -72,6 +72,17 @@ pub enum Lookup<T> {
     WrongType,
 }
 
+impl<T> Lookup<T> {
+    /// The value when the key holds one of this type; none when the key is missing or of
+    /// another type (the read commands of RedisBloom answer 0 for both, without an error).
+    pub fn found(self) -> Option<T> {
+        match self {
+            Lookup::Found(v) => Some(v),
+            Lookup::Missing | Lookup::WrongType => None,
+        }
+    }
+}
+
 /// Reads the filter of a key opened read-only.
 pub fn lookup(key: &RedisKey) -> Lookup<&Chain> {
     match key.get_value::<Chain>(&BLOOM_TYPE) {

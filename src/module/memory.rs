@@ -208,8 +208,9 @@ pub fn abort_if_value_must_apply(ctx: &Context, action: &str) {
         return;
     }
     ctx.log_warning(&format!(
-        "bf: out of memory (or refused bytes): cannot {action}; aborting the server rather \
-         than diverging from the primary (give this server as much memory as its primary)"
+        "bf: cannot {action}: its bytes are malformed or were refused, or its arrays could \
+         not be allocated; aborting the server rather than diverging from the primary (give \
+         this server as much memory as its primary, and check where the data came from)"
     ));
     std::process::abort();
 }

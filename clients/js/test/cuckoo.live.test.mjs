@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CuckooFilter } from '../src/index.js';
-import { startServer } from './redis.mjs';
+import { startServer, scandump, probes as probesOf } from './redis.mjs';
 import { CF_HOSTILE, cfHeader } from './cases.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -39,46 +39,12 @@ function skipIfMissing(t) {
   return true;
 }
 
-/** The whole CF.SCANDUMP walk of `key`: [[iterator, Buffer], ...] (empty for a filter with no items). */
-async function cfScandump(client, key) {
-  const out = [];
-  let iter = 0;
-  for (;;) {
-    const [next, data] = await client.call('CF.SCANDUMP', key, iter);
-    if (next === 0) return out;
-    out.push([next, data]);
-    iter = next;
-  }
-}
-
-/** xorshift32: deterministic strangers. */
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return (n) => {
-    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
-    return (s >>> 0) % n;
-  };
-}
-
-function probes(members, seed) {
-  const r = rng(seed);
-  const out = [];
-  for (let i = 0; i < PROBES; i++) {
-    if (members.length && i % 4 === 0) out.push(members[r(members.length)]);
-    else if (i % 4 === 1) out.push(`stranger:${seed}:${i}`);
-    else if (i % 4 === 2) out.push(`名前-${i}-ユーザー`);
-    else {
-      const b = new Uint8Array(r(41));
-      for (let j = 0; j < b.length; j++) b[j] = r(256);
-      out.push(b);
-    }
-  }
-  return out;
-}
+/** PROBES probes of `members` and strangers (see redis.mjs). */
+const probes = (members, seed) => probesOf(members, seed, PROBES);
 
 /** Checks the local answers against CF.MEXISTS and CF.COUNT; returns how many were positive. */
 async function compare(client, key, list) {
-  const f = CuckooFilter.fromScandump(await cfScandump(client, key));
+  const f = CuckooFilter.fromScandump(await scandump(client, key, 'CF.SCANDUMP'));
   let positives = 0;
   for (let i = 0; i < list.length; i += 1000) {
     const batch = list.slice(i, i + 1000);
@@ -122,7 +88,7 @@ test('filters of every shape: identical to CF.MEXISTS and CF.COUNT', async (t) =
     for (const m of kept) assert.equal(f.has(m), true, `${s.key} ${m}`);
     assert.ok(positives >= PROBES / 4 * (kept.length / s.items.length) * 0.9, `${s.key}: ${positives} positives`);
   }
-  const huge = await cfScandump(c, 'live:huge');
+  const huge = await scandump(c, 'live:huge', 'CF.SCANDUMP');
   assert.deepEqual(huge.map(([, d]) => d.length), [38, 1 << 24, 1 << 24], "header + two 16 MiB chunks");
 });
 

@@ -8,37 +8,14 @@ import assert from 'node:assert/strict';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BloomFilter, ScandumpError } from '../src/index.js';
-import { startServer, scandump } from './redis.mjs';
+import { startServer, scandump, probes as probesOf } from './redis.mjs';
 import { HEADER, WALK, HOSTILE_HEADERS, ITERATORS, CHUNKS } from './cases.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const PROBES = 200_000;
 
-/** xorshift32 PRNG: deterministic probes. */
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return (n) => {
-    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
-    return (s >>> 0) % n;
-  };
-}
-
-/** 200 000 probes: every fourth a member, the rest strangers (strings, UTF-8, raw bytes). */
-function probes(members, seed) {
-  const r = rng(seed);
-  const out = [];
-  for (let i = 0; i < PROBES; i++) {
-    if (members.length && i % 4 === 0) out.push(members[r(members.length)]);
-    else if (i % 4 === 1) out.push(`stranger:${seed}:${i}`);
-    else if (i % 4 === 2) out.push(`名前-${i}-ユーザー`);
-    else {
-      const b = new Uint8Array(r(41));
-      for (let j = 0; j < b.length; j++) b[j] = r(256);
-      out.push(b);
-    }
-  }
-  return out;
-}
+/** PROBES probes of `members` and strangers (see redis.mjs). */
+const probes = (members, seed) => probesOf(members, seed, PROBES);
 
 /** Compares has() with BF.MEXISTS on the probes; returns {positives, mismatches}. */
 async function compare(client, key, filter, list) {

@@ -135,14 +135,46 @@ export async function startServer({ rdb } = {}) {
   return { port, client, stop };
 }
 
-/** The whole BF.SCANDUMP walk of `key`: [[iterator, Buffer], ...], header first. */
-export async function scandump(client, key) {
+/**
+ * The whole SCANDUMP walk of `key`: [[iterator, Buffer], ...], header first (empty for a
+ * cuckoo filter with no items). `command` is 'BF.SCANDUMP' (default) or 'CF.SCANDUMP'.
+ */
+export async function scandump(client, key, command = 'BF.SCANDUMP') {
   const out = [];
   let iter = 0;
   for (;;) {
-    const [next, data] = await client.call('BF.SCANDUMP', key, iter);
+    const [next, data] = await client.call(command, key, iter);
     if (next === 0) return out;
     out.push([next, data]);
     iter = next;
   }
+}
+
+/** xorshift32 PRNG: deterministic probes. `rng(seed)(n)` is a number in [0, n). */
+export function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return (n) => {
+    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+    return (s >>> 0) % n;
+  };
+}
+
+/**
+ * `count` probes: every fourth a member (when there are members), the rest strangers (ASCII,
+ * UTF-8, and raw bytes of 0-40 bytes), the same for the same seed.
+ */
+export function probes(members, seed, count) {
+  const r = rng(seed);
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    if (members.length && i % 4 === 0) out.push(members[r(members.length)]);
+    else if (i % 4 === 1) out.push(`stranger:${seed}:${i}`);
+    else if (i % 4 === 2) out.push(`名前-${i}-ユーザー`);
+    else {
+      const b = new Uint8Array(r(41));
+      for (let j = 0; j < b.length; j++) b[j] = r(256);
+      out.push(b);
+    }
+  }
+  return out;
 }

@@ -2,7 +2,6 @@
 //! A missing key, or a key of another type (a RedisBloom quirk kept on purpose), answers 0.
 
 use crate::module::args::Arg;
-use crate::module::bloom_type::Lookup;
 use crate::module::filter::{open, Filter};
 use crate::module::reply::{send_array_header, send_bool, Reply};
 use redis_module::key::RedisKey;
@@ -10,10 +9,7 @@ use redis_module::Context;
 
 /// The key's filter, or none (missing or another type: every answer is 0).
 fn filter_of(key: &RedisKey) -> Option<Filter<'_>> {
-    match open(key) {
-        Lookup::Found(f) => Some(f),
-        Lookup::Missing | Lookup::WrongType => None,
-    }
+    open(key).found()
 }
 
 /// BF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).

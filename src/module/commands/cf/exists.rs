@@ -5,7 +5,6 @@
 use super::common::{prefetch, worth_prefetching, LOOKUPS_IN_FLIGHT};
 use crate::bloom::cuckoo::{Cuckoo, Lookup as Item};
 use crate::module::args::Arg;
-use crate::module::bloom_type::Lookup;
 use crate::module::cuckoo_type::lookup;
 use crate::module::reply::{send_array_header, send_bool, Reply};
 use redis_module::key::RedisKey;
@@ -13,10 +12,7 @@ use redis_module::Context;
 
 /// The key's filter, or none (missing or another type: every answer is 0).
 fn filter_of(key: &RedisKey) -> Option<&Cuckoo> {
-    match lookup(key) {
-        Lookup::Found(cf) => Some(cf),
-        Lookup::Missing | Lookup::WrongType => None,
-    }
+    lookup(key).found()
 }
 
 /// CF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).
