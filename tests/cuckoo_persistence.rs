@@ -14,9 +14,9 @@
 
 mod common;
 
-use common::{attach_replica, cmd, info_num, Server};
+use common::{attach_replica, cf_core_walk, cf_scandump_walk, cmd, info_num, Server};
 use redis::{Connection, Value};
-use redis_bf::bloom::cuckoo::dump::{encode_header, scan, table_chunk, Scan};
+use redis_bf::bloom::cuckoo::dump::{encode_header, table_chunk, Scan};
 use redis_bf::bloom::cuckoo::{Cuckoo, Insert};
 use std::time::{Duration, Instant};
 
@@ -165,39 +165,6 @@ fn load(con: &mut Connection, key: &[u8], cf: &Cuckoo) {
     }
 }
 
-/// Every SCANDUMP reply from position 0 to the `[0, nil]` one, as `(next, bytes)`.
-fn scandump_walk(con: &mut Connection, key: &[u8]) -> Vec<(i64, Option<Bytes>)> {
-    let mut out = Vec::new();
-    let mut pos = 0i64;
-    loop {
-        let (next, data): (i64, Option<Bytes>) =
-            cmd("CF.SCANDUMP").arg(key).arg(pos).query(con).unwrap();
-        out.push((next, data));
-        if next == 0 {
-            return out;
-        }
-        pos = next;
-    }
-}
-
-/// The SCANDUMP walk the core gives for `cf`.
-fn expected_walk(cf: &Cuckoo) -> Vec<(i64, Option<Bytes>)> {
-    let mut out = Vec::new();
-    let mut pos = 0i64;
-    loop {
-        let (next, data) = match scan(cf, pos) {
-            Scan::Header(h) => (1, Some(h.to_vec())),
-            Scan::Chunk(n, d) => (n, Some(d.to_vec())),
-            Scan::End => (0, None),
-        };
-        out.push((next, data));
-        if next == 0 {
-            return out;
-        }
-        pos = next;
-    }
-}
-
 fn expected_info(cf: &Cuckoo) -> Vec<Value> {
     let f = |k: &str, v: u64| [Value::SimpleString(k.into()), Value::Int(v as i64)];
     [
@@ -243,7 +210,7 @@ struct Shown {
 fn shown(con: &mut Connection, key: &[u8], cf: &Cuckoo) -> Shown {
     let mem: i64 = cmd("MEMORY USAGE").arg(key).query(con).unwrap();
     Shown {
-        walk: scandump_walk(con, key),
+        walk: cf_scandump_walk(con, key),
         info: cmd("CF.INFO").arg(key).query(con).unwrap(),
         debug: cmd("CF.DEBUG").arg(key).query(con).unwrap(),
         memory_usage_at_least: mem as u64 >= cf.mem_usage(),
@@ -252,7 +219,7 @@ fn shown(con: &mut Connection, key: &[u8], cf: &Cuckoo) -> Shown {
 
 fn expected_shown(cf: &Cuckoo) -> Shown {
     Shown {
-        walk: expected_walk(cf),
+        walk: cf_core_walk(cf),
         info: expected_info(cf),
         debug: expected_debug(cf),
         memory_usage_at_least: true,
@@ -277,7 +244,7 @@ fn check_all(con: &mut Connection, filters: &[(&Case, Cuckoo)], when: &str) {
                 (
                     expected_info(cf),
                     expected_debug(cf),
-                    expected_walk(cf).len()
+                    cf_core_walk(cf).len()
                 )
             ));
         }
@@ -484,8 +451,8 @@ fn a_replica_ends_byte_identical_to_its_primary() {
     }
     for k in keys {
         assert_eq!(
-            scandump_walk(&mut r, k),
-            scandump_walk(&mut p, k),
+            cf_scandump_walk(&mut r, k),
+            cf_scandump_walk(&mut p, k),
             "{}",
             String::from_utf8_lossy(k)
         );
@@ -843,7 +810,7 @@ fn info_counters_follow_cf_writes() {
     let _: () = cmd("CF.COMPACT w").query(&mut c).unwrap();
     core.compact(true);
     assert_eq!(cf_counters(&mut c), want(&core));
-    assert_eq!(scandump_walk(&mut c, b"w"), expected_walk(&core));
+    assert_eq!(cf_scandump_walk(&mut c, b"w"), cf_core_walk(&core));
     let _: () = cmd("CF.ADD auto x").query(&mut c).unwrap();
     let n = cf_counters(&mut c);
     assert_eq!((n[0], n[2]), (2, core.items + 1));
@@ -860,7 +827,7 @@ fn a_32_mib_sub_filter_round_trips_in_16_mib_pieces() {
     for n in 0..5000 {
         cf.insert(format!("big:{n}").as_bytes(), false, u64::MAX);
     }
-    let walk = expected_walk(&cf);
+    let walk = cf_core_walk(&cf);
     let sizes: Vec<(i64, usize)> = walk
         .iter()
         .map(|(n, d)| (*n, d.as_ref().map_or(0, Vec::len)))
@@ -878,7 +845,7 @@ fn a_32_mib_sub_filter_round_trips_in_16_mib_pieces() {
     let mut s = Server::start_with(&[], common::AOF_NO_PREAMBLE);
     let mut con = s.conn();
     load(&mut con, b"big", &cf);
-    assert_eq!(scandump_walk(&mut con, b"big"), walk);
+    assert_eq!(cf_scandump_walk(&mut con, b"big"), walk);
     let _: () = cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_until("the AOF rewrite", || {
         info_num(&mut con, "persistence", "aof_rewrite_in_progress") == 0
@@ -886,7 +853,7 @@ fn a_32_mib_sub_filter_round_trips_in_16_mib_pieces() {
     });
     s.restart(&[]);
     let mut con = s.conn();
-    assert_eq!(scandump_walk(&mut con, b"big"), walk);
+    assert_eq!(cf_scandump_walk(&mut con, b"big"), walk);
     let info: Vec<Value> = cmd("CF.INFO big").query(&mut con).unwrap();
     assert_eq!(info, expected_info(&cf));
 }

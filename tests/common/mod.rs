@@ -603,6 +603,48 @@ pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, V
     }
 }
 
+/// A SCANDUMP walk: every `(next, bytes)` reply from position 0 to the `[0, nil]` one.
+pub type CfWalk = Vec<(i64, Option<Vec<u8>>)>;
+
+/// Every CF.SCANDUMP reply of a key from position 0 to the `[0, nil]` one (a filter with no
+/// items answers only that one).
+pub fn cf_scandump_walk(con: &mut impl redis::ConnectionLike, key: &[u8]) -> CfWalk {
+    let mut out = Vec::new();
+    let mut pos = 0i64;
+    loop {
+        let (next, data): (i64, Option<Vec<u8>>) = redis::cmd("CF.SCANDUMP")
+            .arg(key)
+            .arg(pos)
+            .query(con)
+            .expect("CF.SCANDUMP");
+        out.push((next, data));
+        if next == 0 {
+            return out;
+        }
+        pos = next;
+    }
+}
+
+/// The CF.SCANDUMP walk the core gives for `cf` (what [`cf_scandump_walk`] reads from a server
+/// holding the same filter).
+pub fn cf_core_walk(cf: &redis_bf::bloom::cuckoo::Cuckoo) -> CfWalk {
+    use redis_bf::bloom::cuckoo::dump::{scan, Scan};
+    let mut out = Vec::new();
+    let mut pos = 0i64;
+    loop {
+        let (next, data) = match scan(cf, pos) {
+            Scan::Header(h) => (1, Some(h.to_vec())),
+            Scan::Chunk(n, d) => (n, Some(d.to_vec())),
+            Scan::End => (0, None),
+        };
+        out.push((next, data));
+        if next == 0 {
+            return out;
+        }
+        pos = next;
+    }
+}
+
 /// The strings of a JSON array (panics on anything else: the fixture is wrong).
 pub fn json_strs(v: &serde_json::Value) -> Vec<String> {
     v.as_array()

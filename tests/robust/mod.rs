@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use redis::{ConnectionLike, Value};
+use redis_bf::bloom::cuckoo::{Cuckoo, Insert};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -65,20 +66,40 @@ pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u
     }
 }
 
-/// Asks BF.MEXISTS for `items` in batches of `batch`; returns the items answered 0.
+/// The type name of a cuckoo filter (`TYPE key`).
+pub const CUCKOO_TYPE: &str = "MBbloomCF";
+
+/// The membership command for `key`'s type: CF.MEXISTS for a cuckoo filter (`MBbloomCF`),
+/// else BF.MEXISTS (`MBbloom--`, a window filter, or a missing key, which answers 0 for every
+/// item and so is reported as missing them).
+pub fn mexists_for(con: &mut impl ConnectionLike, key: &[u8]) -> &'static str {
+    let t: String = crate::common::cmd("TYPE")
+        .arg(key)
+        .query(con)
+        .expect("TYPE");
+    if t == CUCKOO_TYPE {
+        "CF.MEXISTS"
+    } else {
+        "BF.MEXISTS"
+    }
+}
+
+/// Asks BF.MEXISTS or CF.MEXISTS ([`mexists_for`]) for `items` in batches of `batch`; returns
+/// the items answered 0.
 fn missing(
     con: &mut impl ConnectionLike,
     key: &[u8],
     items: &[Vec<u8>],
     batch: usize,
 ) -> Vec<Vec<u8>> {
+    let command = mexists_for(con, key);
     let mut out = Vec::new();
     for group in items.chunks(batch) {
-        let answers: Vec<i64> = crate::common::cmd("BF.MEXISTS")
+        let answers: Vec<i64> = crate::common::cmd(command)
             .arg(key)
             .arg(group)
             .query(con)
-            .expect("BF.MEXISTS");
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
         assert_eq!(answers.len(), group.len());
         out.extend(
             group
@@ -91,8 +112,8 @@ fn missing(
     out
 }
 
-/// Asserts that BF.MEXISTS (`batch` items a call) reports every one of `items` present in `key`
-/// on `con`: no false negative. `who` names the server or the moment in the failure message.
+/// Asserts that BF.MEXISTS, or CF.MEXISTS for a cuckoo filter (`batch` items a call), reports
+/// every one of `items` present in `key` on `con`: no false negative. `who` names the server or the moment in the failure message.
 pub fn assert_present(
     con: &mut impl ConnectionLike,
     who: &str,
@@ -282,4 +303,166 @@ pub fn cluster_client(ports: &[u16]) -> redis::cluster::ClusterClient {
         .map(|p| format!("redis://127.0.0.1:{p}/"))
         .collect();
     redis::cluster::ClusterClient::new(urls).unwrap()
+}
+
+/// The parameters a cuckoo filter is made with: `CF.RESERVE`'s, or an implicit creation's
+/// (the `cf` defaults, RedisBloom's on every server line, with its capacity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CfShape {
+    pub capacity: u64,
+    pub bucket_size: u16,
+    pub max_iterations: u16,
+    pub expansion: u16,
+}
+
+impl CfShape {
+    /// What CF.ADD (capacity 1024) or CF.INSERT … CAPACITY c creates on a missing key.
+    pub const fn implicit(capacity: u64) -> CfShape {
+        CfShape {
+            capacity,
+            bucket_size: 2,
+            max_iterations: 20,
+            expansion: 1,
+        }
+    }
+
+    /// The core's empty filter of this shape.
+    pub fn make(&self) -> Cuckoo {
+        Cuckoo::new(
+            self.capacity,
+            self.bucket_size,
+            self.max_iterations,
+            self.expansion,
+            u64::MAX,
+        )
+        .expect("the twin's table")
+    }
+}
+
+/// One cuckoo write as a suite sends it (and replays it on a twin, [`CfTwins`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CfWrite {
+    /// `CF.RESERVE key capacity BUCKETSIZE b MAXITERATIONS m EXPANSION e`.
+    Reserve(CfShape),
+    /// `CF.ADD key item`: creates the filter with the defaults when missing.
+    Add(Vec<u8>),
+    /// `CF.INSERT key [CAPACITY c] ITEMS item…`: creates the filter when missing.
+    Insert(Option<u64>, Vec<Vec<u8>>),
+    /// `CF.DEL key item` of an item added once and not deleted since.
+    Del(Vec<u8>),
+}
+
+impl CfWrite {
+    /// The command line of this write on `key`.
+    pub fn command(&self, key: &[u8]) -> redis::Cmd {
+        let mut c;
+        match self {
+            CfWrite::Reserve(s) => {
+                c = redis::cmd("CF.RESERVE");
+                c.arg(key)
+                    .arg(s.capacity)
+                    .arg("BUCKETSIZE")
+                    .arg(s.bucket_size)
+                    .arg("MAXITERATIONS")
+                    .arg(s.max_iterations)
+                    .arg("EXPANSION")
+                    .arg(s.expansion);
+            }
+            CfWrite::Add(item) => {
+                c = redis::cmd("CF.ADD");
+                c.arg(key).arg(item);
+            }
+            CfWrite::Insert(capacity, items) => {
+                c = redis::cmd("CF.INSERT");
+                c.arg(key);
+                if let Some(cap) = capacity {
+                    c.arg("CAPACITY").arg(*cap);
+                }
+                c.arg("ITEMS").arg(items);
+            }
+            CfWrite::Del(item) => {
+                c = redis::cmd("CF.DEL");
+                c.arg(key).arg(item);
+            }
+        }
+        c
+    }
+
+    /// The items this write adds (none for CF.RESERVE and CF.DEL).
+    pub fn added(&self) -> &[Vec<u8>] {
+        match self {
+            CfWrite::Add(item) => std::slice::from_ref(item),
+            CfWrite::Insert(_, items) => items,
+            CfWrite::Reserve(_) | CfWrite::Del(_) => &[],
+        }
+    }
+
+    /// Checks the reply of a write that succeeded: `OK`, `1` (CF.ADD, CF.DEL), or `1` for
+    /// every item (CF.INSERT). Err: the reply, as text.
+    pub fn check_reply(&self, reply: &Value) -> Result<(), String> {
+        let ok = match (self, reply) {
+            (CfWrite::Reserve(_), Value::Okay) => true,
+            (CfWrite::Add(_) | CfWrite::Del(_), Value::Int(1)) => true,
+            (CfWrite::Insert(_, items), Value::Array(a)) => {
+                a.len() == items.len() && a.iter().all(|v| *v == Value::Int(1))
+            }
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{self:?}: reply {reply:?}"))
+        }
+    }
+}
+
+/// Twins of cuckoo filters: for each key the core's [`Cuckoo`] (the module's own algorithm,
+/// checked against RedisBloom by `tests/cuckoo_core_replay.rs`), built by replaying the
+/// acknowledged writes in the order they were acknowledged. A server whose filter gives the
+/// same CF.SCANDUMP walk holds exactly those writes, each applied once: every acknowledged add
+/// there, every acknowledged delete gone, nothing lost or doubled by a move or a restart.
+#[derive(Clone, Debug, Default)]
+pub struct CfTwins(pub BTreeMap<Vec<u8>, Cuckoo>);
+
+impl CfTwins {
+    /// Replays one acknowledged write on the twin of `key`, with the server's outcome (each
+    /// item stored, the deleted copy found); panics when the twin disagrees.
+    pub fn apply(&mut self, key: &[u8], w: &CfWrite) {
+        let create = match w {
+            CfWrite::Reserve(s) => Some(*s),
+            CfWrite::Add(_) => Some(CfShape::implicit(1024)),
+            CfWrite::Insert(c, _) => Some(CfShape::implicit(c.unwrap_or(1024))),
+            CfWrite::Del(_) => None,
+        };
+        if !self.0.contains_key(key) {
+            let shape = create.unwrap_or_else(|| panic!("{w:?} on a missing twin"));
+            self.0.insert(key.to_vec(), shape.make());
+        }
+        let cf = self.0.get_mut(key).unwrap();
+        for item in w.added() {
+            assert_eq!(cf.insert(item, false, u64::MAX), Insert::Inserted, "{w:?}");
+        }
+        if let CfWrite::Del(item) = w {
+            assert!(cf.delete(item).0, "{w:?}: the twin has no copy");
+        }
+    }
+
+    /// True when `key` on `con` gives the twin's CF.SCANDUMP walk.
+    pub fn matches(&self, con: &mut impl ConnectionLike, key: &[u8]) -> bool {
+        crate::common::cf_scandump_walk(con, key) == crate::common::cf_core_walk(&self.0[key])
+    }
+
+    /// Asserts [`CfTwins::matches`] for every twin; returns the table bytes compared.
+    pub fn assert_identical(&self, con: &mut impl ConnectionLike, who: &str) -> u64 {
+        for (key, cf) in &self.0 {
+            assert!(
+                self.matches(con, key),
+                "{who}: {} is not byte-identical to its twin ({} sub-filters, {} items)",
+                String::from_utf8_lossy(key),
+                cf.filters.len(),
+                cf.items
+            );
+        }
+        self.0.values().map(Cuckoo::table_bytes).sum()
+    }
 }
