@@ -1,6 +1,6 @@
 //! Atomic slot migration on Valkey 9.1 (`CLUSTER MIGRATESLOTS`) and Redis 8.6
 //! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters, cuckoo filters (one
-//! of which keeps growing sub-filters while the slot moves) (2.4 MiB, 2.5·10⁵ items) and keys
+//! of which keeps growing sub-filters while the slot moves) (2.4 MiB, 2.3·10⁵ items) and keys
 //! of other types moves between two of three primaries while a client thread keeps adding
 //! items to those filters (`BF.MADD`, `CF.INSERT`, `CF.ADD`) through a cluster client
 //! (MOVED/ASK redirections), in
@@ -39,13 +39,16 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Plain filters in the moving slot, then as many window filters, then cuckoo filters (the
-/// last one grows a sub-filter every ~7000 items, staying below `cf-max-expansions`' 32).
+/// last one grows a sub-filter every ~1800 items: preloaded with [`GROWING_PRELOAD`] items,
+/// it grows a few sub-filters while the slot moves, and stays below `cf-max-expansions`' 32).
 const PLAIN: usize = 4;
 const WINDOWS: usize = 4;
 const CUCKOO: usize = 2;
 const FILTERS: usize = PLAIN + WINDOWS + CUCKOO;
 /// Items added to each filter before the migration.
 const PRELOAD: usize = 25_000;
+/// Items added to the growing cuckoo filter before the migration (two sub-filters).
+const GROWING_PRELOAD: usize = 2000;
 /// Items per `BF.MADD` of the writer thread.
 const BATCH: usize = 20;
 /// The window of the window filters (ms): one hour, in quarters of 15 minutes.
@@ -115,7 +118,7 @@ fn twin_key(i: usize) -> String {
     format!("{{twin2}}:{}{i}", kind(i))
 }
 
-/// The cuckoo filter that grows sub-filters (8192 slots each) all along.
+/// The cuckoo filter that grows sub-filters (2048 slots each) all along.
 const GROWING: usize = FILTERS - 1;
 
 /// Adds `items` to filter `i` at `key`: `BF.MADD`; for a cuckoo filter `CF.INSERT key ITEMS`,
@@ -422,7 +425,7 @@ fn preload(con: &mut ClusterConnection) -> Vec<Vec<String>> {
                 "BF.RESERVE"
             });
             if i == GROWING {
-                reserve.arg(&k).arg(8192).arg("EXPANSION").arg(1);
+                reserve.arg(&k).arg(2048).arg("EXPANSION").arg(1);
             } else if is_cuckoo(i) {
                 reserve.arg(&k).arg(100_000);
             } else if i < PLAIN {
@@ -437,7 +440,12 @@ fn preload(con: &mut ClusterConnection) -> Vec<Vec<String>> {
             }
             let _: () = reserve.query(con).unwrap();
         }
-        let items: Vec<String> = (0..PRELOAD).map(|n| format!("p{i}:{n}")).collect();
+        let preload = if i == GROWING {
+            GROWING_PRELOAD
+        } else {
+            PRELOAD
+        };
+        let items: Vec<String> = (0..preload).map(|n| format!("p{i}:{n}")).collect();
         for group in items.chunks(1000) {
             for k in [real_key(i), twin_key(i)] {
                 let added = add(con, i, &k, group).unwrap();
