@@ -1,14 +1,19 @@
-//! Big filters: bit arrays come from calloc untouched (`used_memory` counts them at once, the
-//! resident set grows only as bits are set) on every creation path, deletions leave `INFO bf`
-//! and `used_memory` right once the background thread gave the pages back, replicas and AOF replays of
-//! all of it end identical, and active defrag moves small filters without changing them.
+//! Big filters, Bloom and cuckoo: bit arrays and cuckoo tables come from calloc untouched
+//! (`used_memory` counts them at once, the resident set grows only as they are written) on
+//! every creation path (reserve, growth, a LOADCHUNK header), deletions leave `INFO bf` and
+//! `used_memory` right once the background thread gave the pages back, replicas and AOF
+//! replays of all of it end identical, and active defrag moves small filters of both types
+//! without changing them.
 //!
 //! Memory figures only (resident set, `used_memory`): stall times are measured by
 //! `bench/stall.py`, never asserted here.
 
 mod common;
 
-use common::{attach_replica, batched, info_num, proc_vm_bytes, scandump, Server};
+use common::{
+    attach_replica, batched, cf_info, cf_scandump, info_num, proc_vm_bytes, scandump,
+    scandump_with, Server,
+};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -35,6 +40,62 @@ fn bf_info(con: &mut Connection, key: &str, field: &str) -> u64 {
 fn madd(con: &mut Connection, key: &str, prefix: &str, range: std::ops::Range<u64>) {
     let items: Vec<String> = range.map(|i| format!("{prefix}{i}")).collect();
     batched(con, "BF.MADD", key, &items, 20_000);
+}
+
+/// [`madd`] for a cuckoo filter: `CF.INSERT key NOCREATE ITEMS`, every item stored.
+fn cf_insert(con: &mut Connection, key: &str, prefix: &str, range: std::ops::Range<u64>) {
+    let items: Vec<String> = range.map(|i| format!("{prefix}{i}")).collect();
+    let added = batched(con, "CF.INSERT", (key, "NOCREATE", "ITEMS"), &items, 20_000);
+    assert!(added.iter().all(|&a| a == 1), "{key}: an insert refused");
+}
+
+/// Runs `step` and prints how much `used_memory` and the resident set grew; returns both.
+fn growth(con: &mut Connection, what: &str, step: impl FnOnce(&mut Connection)) -> (u64, u64) {
+    let (rss0, used0) = (rss(con), info_num(con, "memory", "used_memory"));
+    step(con);
+    let (rss1, used1) = (rss(con), info_num(con, "memory", "used_memory"));
+    let (used, resident) = (used1.saturating_sub(used0), rss1.saturating_sub(rss0));
+    println!(
+        "{what}: used_memory +{} MiB, RSS +{} KiB",
+        used / MIB,
+        resident / 1024
+    );
+    (used, resident)
+}
+
+/// Runs a command line that answers OK.
+fn ok(con: &mut Connection, line: &str) {
+    let _: () = common::cmd(line)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{line}: {e}"));
+}
+
+/// Sends a SCANDUMP walk to `key` (`command` is `BF.LOADCHUNK` or `CF.LOADCHUNK`).
+fn load_chunks(con: &mut Connection, command: &str, key: &str, chunks: &[(i64, Vec<u8>)]) {
+    for (iter, data) in chunks {
+        let _: () = common::cmd(command)
+            .arg(key)
+            .arg(*iter)
+            .arg(data.as_slice())
+            .query(con)
+            .unwrap();
+    }
+}
+
+/// With `maxmemory` 100 MiB above what is used (noeviction), `reserve` is refused for memory
+/// and creates no key `refused`.
+fn assert_refused_over_maxmemory(con: &mut Connection, reserve: &str) {
+    let used = info_num(con, "memory", "used_memory");
+    common::config_set(con, "maxmemory-policy", "noeviction");
+    common::config_set(con, "maxmemory", &(used + 100 * MIB).to_string());
+    let err = common::cmd(reserve).query::<()>(con).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Insufficient memory to create filter"),
+        "{reserve}: {err}"
+    );
+    let exists: i64 = common::cmd("EXISTS refused").query(con).unwrap();
+    assert_eq!(exists, 0);
 }
 
 /// Waits until the server and the module have nothing left to free in the background.
@@ -153,50 +214,112 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     assert!(used6 - used5 >= bytes);
     assert!(rss6.saturating_sub(rss5) <= 16 * MIB);
     // The rest of the chunks make it the same filter.
-    for (iter, data) in &chunks[1..] {
-        let _: () = common::cmd("BF.LOADCHUNK copy")
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(&mut con)
-            .unwrap();
-    }
+    load_chunks(&mut con, "BF.LOADCHUNK", "copy", &chunks[1..]);
     assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
 
     // The memory limit still refuses what it refused (noeviction: the array must fit).
-    let used = info_num(&mut con, "memory", "used_memory");
-    let _: () = common::cmd("CONFIG SET maxmemory-policy noeviction")
-        .query(&mut con)
-        .unwrap();
-    let _: () = common::cmd("CONFIG SET maxmemory")
-        .arg(used + 100 * MIB)
-        .query(&mut con)
-        .unwrap();
-    let err = common::cmd("BF.RESERVE refused 0.001")
-        .arg(500_000_000u64)
-        .query::<()>(&mut con)
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("Insufficient memory to create filter"),
-        "{err}"
-    );
+    assert_refused_over_maxmemory(&mut con, "BF.RESERVE refused 0.001 500000000");
 }
 
-/// Keys of several sizes: 6 of ~86 MiB and 20 of ~1.7 MiB (their pages moved out at the
-/// delete and given back by the module's freeing thread), 200 small (freed at once).
+#[test]
+fn new_cuckoo_tables_count_in_used_memory_but_stay_untouched() {
+    let s = Server::start();
+    let mut con = s.conn();
+
+    // CF.RESERVE: 2^23 buckets of 255 slots, ~2 GiB (2^30 is Redis 8's largest capacity).
+    let (used, resident) = growth(&mut con, "CF.RESERVE of ~2 GiB", |con| {
+        let _: () = common::cmd("CF.RESERVE big 1073741824 BUCKETSIZE 255")
+            .query(con)
+            .unwrap();
+    });
+    let bytes = info_num(&mut con, "bf", "bf_cf_bytes");
+    assert_eq!(bytes, (1 << 23) * 255, "table bytes");
+    assert!(used >= bytes, "used_memory counts the whole table");
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+
+    // Each item writes one bucket: 20 000 items land on ~20 000 distinct pages.
+    let (_, resident) = growth(&mut con, "20 000 items", |con| {
+        cf_insert(con, "big", "item", 0..20_000)
+    });
+    assert!(
+        resident >= 40 * MIB,
+        "RSS did not grow as buckets were written"
+    );
+
+    // Growth into a big new sub-filter: 4096 one-slot buckets, then 4096 × 32768 (128 MiB).
+    // The third copy of an item finds both its buckets full and grows the filter.
+    let _: () = common::cmd("CF.RESERVE grow 4096 BUCKETSIZE 1 EXPANSION 32768")
+        .query(&mut con)
+        .unwrap();
+    for _ in 0..2 {
+        let _: i64 = common::cmd("CF.ADD grow same").query(&mut con).unwrap();
+    }
+    assert_eq!(cf_info(&mut con, "grow", "Number of filters"), 1);
+    let bytes0 = info_num(&mut con, "bf", "bf_cf_bytes");
+    let (used, resident) = growth(&mut con, "growth into a 128 MiB sub-filter", |con| {
+        let _: i64 = common::cmd("CF.ADD grow same").query(con).unwrap();
+    });
+    assert_eq!(cf_info(&mut con, "grow", "Number of filters"), 2);
+    let table = info_num(&mut con, "bf", "bf_cf_bytes") - bytes0;
+    assert_eq!(table, 4096 * 32768);
+    assert!(used >= table);
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+
+    // A LOADCHUNK header creates the whole table; the chunks fill it later.
+    let chunks = cf_scandump(&mut con, b"big");
+    let (iter, header) = &chunks[0];
+    let (used, resident) = growth(&mut con, "CF.LOADCHUNK header", |con| {
+        let _: () = common::cmd("CF.LOADCHUNK copy")
+            .arg(*iter)
+            .arg(header.as_slice())
+            .query(con)
+            .unwrap();
+    });
+    assert!(used >= bytes);
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+    load_chunks(&mut con, "CF.LOADCHUNK", "copy", &chunks[1..]);
+    assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
+
+    // The memory limit refuses a table that does not fit (noeviction).
+    assert_refused_over_maxmemory(&mut con, "CF.RESERVE refused 1073741824 BUCKETSIZE 255");
+}
+
+/// Keys of several sizes: Bloom filters, 6 of ~86 MiB and 20 of ~1.7 MiB (their pages moved
+/// out at the delete and given back by the module's freeing thread), 200 small (freed at
+/// once); cuckoo filters (`…:cf:…`), 3 of 64 MiB, 10 of 1 MiB and 100 of 1 KiB.
 fn populate(con: &mut Connection, tag: &str) -> Vec<String> {
     let mut keys = Vec::new();
-    for (n, capacity) in [(6, 50_000_000u64), (20, 1_000_000), (200, 1000)] {
+    let shapes = [
+        (false, 6, 50_000_000u64),
+        (false, 20, 1_000_000),
+        (false, 200, 1000),
+        (true, 3, 1 << 26),
+        (true, 10, 1 << 20),
+        (true, 100, 1 << 10),
+    ];
+    for (cuckoo, n, capacity) in shapes {
         for i in 0..n {
-            let key = format!("{tag}:{capacity}:{i}");
-            let _: () = redis::cmd("BF.RESERVE")
-                .arg(&key)
-                .arg(0.001)
-                .arg(capacity)
-                .query(con)
-                .unwrap();
-            madd(con, &key, "x", 0..(capacity / 20).min(20_000));
-            keys.push(key);
+            let items = 0..(capacity / 20).min(20_000);
+            if cuckoo {
+                let key = format!("{tag}:cf:{capacity}:{i}");
+                let _: () = common::cmd("CF.RESERVE")
+                    .arg(&key)
+                    .arg(capacity)
+                    .query(con)
+                    .unwrap();
+                cf_insert(con, &key, "x", items);
+                keys.push(key);
+            } else {
+                let key = format!("{tag}:{capacity}:{i}");
+                let _: () = common::cmd("BF.RESERVE")
+                    .arg(&key)
+                    .arg(0.001)
+                    .arg(capacity)
+                    .query(con)
+                    .unwrap();
+                madd(con, &key, "x", items);
+                keys.push(key);
+            }
         }
     }
     keys
@@ -208,6 +331,10 @@ fn assert_bf_empty(con: &mut Connection) {
         "bf_layers",
         "bf_items",
         "bf_bytes",
+        "bf_cf_filters",
+        "bf_cf_sub_filters",
+        "bf_cf_items",
+        "bf_cf_bytes",
         "bf_free_pending_bytes",
     ] {
         assert_eq!(
@@ -237,7 +364,13 @@ fn background_frees_leave_info_and_used_memory_right() {
         let mut con = s.conn();
         let keys = populate(&mut con, "k");
         drop(con);
-        assert_eq!(info_num(&mut meter, "bf", "bf_filters"), keys.len() as u64);
+        let cuckoo = keys.iter().filter(|k| k.contains(":cf:")).count() as u64;
+        assert_eq!(cuckoo, 113);
+        assert_eq!(info_num(&mut meter, "bf", "bf_cf_filters"), cuckoo);
+        assert_eq!(
+            info_num(&mut meter, "bf", "bf_filters"),
+            keys.len() as u64 - cuckoo
+        );
         let port = s.port;
         let threads: Vec<_> = (0..8)
             .map(|t| {
@@ -305,59 +438,95 @@ fn replica_and_aof_replay_match_the_primary() {
     attach_replica(&replica, &primary);
 
     // Every operation of the stall benchmark, at 86 MiB instead of gigabytes.
-    let _: () = common::cmd("BF.RESERVE big 0.001 50000000")
-        .query(&mut p)
-        .unwrap();
+    ok(&mut p, "BF.RESERVE big 0.001 50000000");
     madd(&mut p, "big", "b", 0..50_000);
-    let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 40000")
-        .query(&mut p)
-        .unwrap();
+    ok(&mut p, "BF.RESERVE grow 0.01 1000 EXPANSION 40000");
     madd(&mut p, "grow", "g", 0..3000);
     assert_eq!(bf_info(&mut p, "grow", "FILTERS"), 2);
     let chunks = scandump(&mut p, b"big");
-    for (iter, data) in &chunks {
-        let _: () = common::cmd("BF.LOADCHUNK copy")
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(&mut p)
-            .unwrap();
+    load_chunks(&mut p, "BF.LOADCHUNK", "copy", &chunks);
+    // The same for cuckoo filters: a 64 MiB table with items deleted, a filter grown to
+    // several sub-filters then compacted by deletions and CF.COMPACT, a LOADCHUNKed copy.
+    ok(&mut p, "CF.RESERVE cbig 67108864");
+    cf_insert(&mut p, "cbig", "b", 0..50_000);
+    ok(&mut p, "CF.RESERVE cgrow 1000 EXPANSION 2");
+    cf_insert(&mut p, "cgrow", "g", 0..6000);
+    let grown = cf_info(&mut p, "cgrow", "Number of filters");
+    assert!(grown >= 3, "cgrow has {grown} sub-filters");
+    for (k, n) in [("cbig", 1000), ("cgrow", 5000)] {
+        let prefix = if k == "cbig" { "b" } else { "g" };
+        let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+        let mut pipe = redis::pipe();
+        for item in &items {
+            pipe.cmd("CF.DEL").arg(k).arg(item);
+        }
+        let deleted: Vec<i64> = pipe.query(&mut p).unwrap();
+        assert_eq!(deleted, vec![1; n], "{k}: every added item deleted");
     }
-    for k in ["d1", "d2", "d3"] {
-        let _: () = redis::cmd("BF.RESERVE")
-            .arg(k)
-            .arg(0.001)
-            .arg(50_000_000)
-            .query(&mut p)
-            .unwrap();
-        madd(&mut p, k, k, 0..1000);
+    let _: () = common::cmd("CF.COMPACT cgrow").query(&mut p).unwrap();
+    let compacted = cf_info(&mut p, "cgrow", "Number of filters");
+    println!("cgrow: {grown} sub-filters, {compacted} after deletions and CF.COMPACT");
+    assert!(
+        compacted < grown,
+        "deletions and CF.COMPACT freed sub-filters"
+    );
+    let chunks = cf_scandump(&mut p, b"cbig");
+    load_chunks(&mut p, "CF.LOADCHUNK", "ccopy", &chunks);
+    // Deleted in every way: Bloom filters d1-d3 and cuckoo filters c1-c3.
+    for k in ["d1", "d2", "d3", "c1", "c2", "c3"] {
+        if k.starts_with('d') {
+            let _: () = common::cmd("BF.RESERVE")
+                .arg(k)
+                .arg(0.001)
+                .arg(50_000_000)
+                .query(&mut p)
+                .unwrap();
+            madd(&mut p, k, k, 0..1000);
+        } else {
+            let _: () = common::cmd("CF.RESERVE")
+                .arg(k)
+                .arg(1 << 26)
+                .query(&mut p)
+                .unwrap();
+            cf_insert(&mut p, k, k, 0..1000);
+        }
     }
-    let _: i64 = common::cmd("DEL d1").query(&mut p).unwrap();
-    let _: i64 = common::cmd("UNLINK d2").query(&mut p).unwrap();
+    let _: i64 = common::cmd("DEL d1 c1").query(&mut p).unwrap();
+    let _: i64 = common::cmd("UNLINK d2 c2").query(&mut p).unwrap();
     // Overwritten by another type.
     let _: () = common::cmd("SET d3 v").query(&mut p).unwrap();
+    let _: () = common::cmd("SET c3 v").query(&mut p).unwrap();
     let _: () = common::cmd("SELECT 1").query(&mut p).unwrap();
     populate(&mut p, "db1");
     let _: () = common::cmd("FLUSHDB ASYNC").query(&mut p).unwrap();
     let _: () = common::cmd("SELECT 0").query(&mut p).unwrap();
     wait_replica(&mut p);
 
-    let keys = ["big", "grow", "copy"];
-    let expected: Vec<String> = keys.iter().map(|k| digest(&mut p, k)).collect();
+    let keys = [
+        ("big", "BF.SCANDUMP"),
+        ("grow", "BF.SCANDUMP"),
+        ("copy", "BF.SCANDUMP"),
+        ("cbig", "CF.SCANDUMP"),
+        ("cgrow", "CF.SCANDUMP"),
+        ("ccopy", "CF.SCANDUMP"),
+    ];
+    let expected: Vec<String> = keys.iter().map(|(k, _)| digest(&mut p, k)).collect();
     let dumps: Vec<_> = keys
         .iter()
-        .map(|k| scandump(&mut p, k.as_bytes()))
+        .map(|(k, walk)| scandump_with(&mut p, walk, k.as_bytes()))
         .collect();
     assert_eq!(
         expected[0], expected[2],
         "the LOADCHUNKed copy is the filter"
     );
+    assert_eq!(expected[3], expected[5], "the LOADCHUNKed cuckoo copy");
     let check = |con: &mut Connection, who: &str| {
         let dbsize: i64 = redis::cmd("DBSIZE").query(con).unwrap();
-        assert_eq!(dbsize, 4, "{who}: big, grow, copy and d3");
-        for (i, k) in keys.iter().enumerate() {
+        assert_eq!(dbsize, 8, "{who}: the six filters, d3 and c3");
+        for (i, (k, walk)) in keys.iter().enumerate() {
             assert_eq!(digest(con, k), expected[i], "{who}: {k}");
             assert!(
-                scandump(con, k.as_bytes()) == dumps[i],
+                scandump_with(con, walk, k.as_bytes()) == dumps[i],
                 "{who}: SCANDUMP of {k}"
             );
         }
@@ -380,86 +549,118 @@ fn replica_and_aof_replay_match_the_primary() {
 /// `activedefrag yes`, such as Debian's redis-server. Run it with `REDIS_SERVER` pointing at
 /// a server built with its bundled jemalloc (`scripts/servers.sh` builds Redis 8 and Valkey
 /// so); `BF_REQUIRE_DEFRAG=1` (set by `scripts/test.sh` for those) makes a refusal fail.
+/// Bloom filters, then cuckoo filters, each on a fresh server: every kept filter's
+/// `DEBUG DIGEST-VALUE` and SCANDUMP walk are the same bytes after defrag as before.
 #[test]
 fn active_defrag_moves_small_filters_without_changing_them() {
-    let s = Server::start_with(
-        &[],
-        &[
-            ("active-defrag-ignore-bytes", "1mb"),
-            ("active-defrag-threshold-lower", "1"),
-            ("active-defrag-cycle-min", "25"),
-            ("active-defrag-cycle-max", "75"),
-        ],
-    );
-    let mut con = s.conn();
-    let keys: Vec<String> = (0..40_000).map(|i| format!("user:{i}")).collect();
-    let mut pipe = redis::pipe();
-    for (i, k) in keys.iter().enumerate() {
-        pipe.cmd("BF.RESERVE")
-            .arg(k)
-            .arg(0.01)
-            .arg(100 + i % 900)
+    // (prefix of the commands, the reserve arguments before the capacity, INFO bf count).
+    let kinds = [("BF", "0.01", "bf_filters"), ("CF", "", "bf_cf_filters")];
+    for (kind, reserve_args, count) in kinds {
+        let s = Server::start_with(
+            &[],
+            &[
+                ("active-defrag-ignore-bytes", "1mb"),
+                ("active-defrag-threshold-lower", "1"),
+                ("active-defrag-cycle-min", "25"),
+                ("active-defrag-cycle-max", "75"),
+            ],
+        );
+        let mut con = s.conn();
+        let keys: Vec<String> = (0..40_000).map(|i| format!("user:{i}")).collect();
+        let mut pipe = redis::pipe();
+        for (i, k) in keys.iter().enumerate() {
+            pipe.add_command(common::cmd(format!(
+                "{kind}.RESERVE {k} {reserve_args} {}",
+                100 + i % 900
+            )))
             .ignore();
-        pipe.cmd("BF.ADD").arg(k).arg(format!("first-{i}")).ignore();
-    }
-    let _: () = pipe.query(&mut con).unwrap();
-    // Three quarters deleted leave sparse pages behind.
-    let deleted: Vec<&String> = keys
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % 4 != 0)
-        .map(|(_, k)| k)
-        .collect();
-    for batch in deleted.chunks(1000) {
-        let _: i64 = redis::cmd("DEL").arg(batch).query(&mut con).unwrap();
-    }
-    let kept: Vec<&String> = keys.iter().step_by(4).collect();
-    let before: Vec<String> = kept.iter().map(|k| digest(&mut con, k)).collect();
-    let enabled = common::cmd("CONFIG SET activedefrag yes").query::<()>(&mut con);
-    if let Err(e) = enabled {
-        assert!(
-            std::env::var_os("BF_REQUIRE_DEFRAG").is_none(),
-            "active defrag refused with BF_REQUIRE_DEFRAG set: {e}"
-        );
-        println!("active defrag not supported by this server ({e}), skipped");
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while info_num(&mut con, "bf", "bf_defrag_hits") < 1000 {
-        assert!(
-            Instant::now() < deadline,
-            "active defrag moved no filter: INFO bf {:?}, server hits {}",
+            // Every eighth filter gets its item five times: a cuckoo filter holds at most four
+            // copies in the item's two buckets of two slots, so it grows a second sub-filter
+            // (a Bloom filter answers 0 to the repeats).
+            for _ in 0..if i % 8 == 0 { 5 } else { 1 } {
+                pipe.cmd(&format!("{kind}.ADD"))
+                    .arg(k)
+                    .arg(format!("first-{i}"))
+                    .ignore();
+            }
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+        // Three quarters deleted leave sparse pages behind.
+        let deleted: Vec<&String> = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 4 != 0)
+            .map(|(_, k)| k)
+            .collect();
+        for batch in deleted.chunks(1000) {
+            let _: i64 = redis::cmd("DEL").arg(batch).query(&mut con).unwrap();
+        }
+        let walk = format!("{kind}.SCANDUMP");
+        let state = |con: &mut Connection, k: &str| {
+            (digest(con, k), scandump_with(con, &walk, k.as_bytes()))
+        };
+        let kept: Vec<&String> = keys.iter().step_by(4).collect();
+        let before: Vec<_> = kept.iter().map(|k| state(&mut con, k)).collect();
+        let sub_filters = info_num(&mut con, "bf", "bf_cf_sub_filters");
+        if kind == "CF" {
+            assert!(
+                sub_filters >= kept.len() as u64 * 3 / 2,
+                "{sub_filters} sub-filters"
+            );
+        }
+        let enabled = common::cmd("CONFIG SET activedefrag yes").query::<()>(&mut con);
+        if let Err(e) = enabled {
+            assert!(
+                std::env::var_os("BF_REQUIRE_DEFRAG").is_none(),
+                "active defrag refused with BF_REQUIRE_DEFRAG set: {e}"
+            );
+            println!("active defrag not supported by this server ({e}), skipped");
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while info_num(&mut con, "bf", "bf_defrag_hits") < 1000 {
+            assert!(
+                Instant::now() < deadline,
+                "{kind}: active defrag moved no filter: INFO bf {:?}, server hits {}",
+                info_num(&mut con, "bf", "bf_defrag_hits"),
+                info_num(&mut con, "stats", "active_defrag_hits")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _: () = common::cmd("CONFIG SET activedefrag no")
+            .query(&mut con)
+            .unwrap();
+        println!(
+            "{kind}: bf_defrag_hits {}, bf_defrag_misses {}; {} filters kept ({sub_filters} \
+             cuckoo sub-filters)",
             info_num(&mut con, "bf", "bf_defrag_hits"),
-            info_num(&mut con, "stats", "active_defrag_hits")
+            info_num(&mut con, "bf", "bf_defrag_misses"),
+            kept.len()
         );
-        std::thread::sleep(Duration::from_millis(100));
+        for (k, b) in kept.iter().zip(&before) {
+            assert!(&state(&mut con, k) == b, "{kind}: {k} changed by defrag");
+        }
+        assert_eq!(
+            info_num(&mut con, "bf", "bf_cf_sub_filters"),
+            sub_filters,
+            "{kind}"
+        );
+        for (i, k) in keys.iter().enumerate().step_by(4) {
+            let found: i64 = redis::cmd(&format!("{kind}.EXISTS"))
+                .arg(k)
+                .arg(format!("first-{i}"))
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(found, 1, "{kind}: {k} lost its item");
+            let added: i64 = redis::cmd(&format!("{kind}.ADD"))
+                .arg(k)
+                .arg("after")
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(added, 1);
+        }
+        assert_eq!(info_num(&mut con, "bf", count), kept.len() as u64);
     }
-    let _: () = common::cmd("CONFIG SET activedefrag no")
-        .query(&mut con)
-        .unwrap();
-    println!(
-        "bf_defrag_hits {}, bf_defrag_misses {}",
-        info_num(&mut con, "bf", "bf_defrag_hits"),
-        info_num(&mut con, "bf", "bf_defrag_misses")
-    );
-    for (k, d) in kept.iter().zip(&before) {
-        assert_eq!(&digest(&mut con, k), d, "{k} changed by defrag");
-    }
-    for (i, k) in keys.iter().enumerate().step_by(4) {
-        let found: i64 = redis::cmd("BF.EXISTS")
-            .arg(k)
-            .arg(format!("first-{i}"))
-            .query(&mut con)
-            .unwrap();
-        assert_eq!(found, 1, "{k} lost its item");
-        let added: i64 = redis::cmd("BF.ADD")
-            .arg(k)
-            .arg("after")
-            .query(&mut con)
-            .unwrap();
-        assert_eq!(added, 1);
-    }
-    assert_eq!(info_num(&mut con, "bf", "bf_filters"), kept.len() as u64);
 }
 
 /// Untouched arrays take no RAM, so `MemAvailable` stays high however many there are; each

@@ -1,14 +1,15 @@
-//! Freeing, eviction and COPY of big filters: an eviction counts what the filter frees (so
-//! Redis evicts the filter alone, not unrelated keys after it), `used_memory` drops inside the
-//! delete while the module's background thread gives the pages back (`bf_free_pending_bytes`
-//! goes to 0) — a window filter's dropped generations too — and `COPY` of a sparse filter copies
-//! only its written pages.
+//! Freeing, eviction and COPY of big filters, Bloom and cuckoo: an eviction counts what the
+//! filter frees (so Redis evicts the filter alone, not unrelated keys after it), `used_memory`
+//! drops inside the delete while the module's background thread gives the pages back
+//! (`bf_free_pending_bytes` goes to 0) — a window filter's dropped generations and a cuckoo
+//! filter's many grown sub-filters too — and `COPY` of a sparse filter copies only its written
+//! pages.
 //!
 //! Memory figures and key counts only: stall times are measured by `bench/stall.py`.
 
 mod common;
 
-use common::{batched, cmd, config_set, info_num, proc_vm_bytes, Server};
+use common::{batched, cf_info, cmd, config_set, info_num, proc_vm_bytes, Server};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,21 @@ fn used_memory_in(info: &str) -> u64 {
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no used_memory in {info}"))
+}
+
+/// `used_memory` right before `write` and right after it: the write runs in a transaction
+/// with an `INFO memory` queued behind it, so nothing else runs in between.
+fn used_memory_across(con: &mut Connection, write: redis::Cmd) -> (u64, u64) {
+    let used0 = info_num(con, "memory", "used_memory");
+    let (info,): (String,) = redis::pipe()
+        .atomic()
+        .add_command(write)
+        .ignore()
+        .cmd("INFO")
+        .arg("memory")
+        .query(con)
+        .unwrap();
+    (used0, used_memory_in(&info))
 }
 
 fn rss(con: &mut Connection) -> u64 {
@@ -43,13 +59,37 @@ fn capacity_for(con: &mut Connection, bytes: u64) -> u64 {
     1_000_000 * bytes / size as u64
 }
 
-fn madd(con: &mut Connection, key: &str, items: &[String]) {
-    batched(con, "BF.MADD", key, items, 10_000);
+/// Whether a shape of [`create_shape`] is a cuckoo filter (`CF.*`) rather than a Bloom one.
+fn is_cuckoo(shape: &str) -> bool {
+    shape.starts_with("cuckoo")
 }
 
-fn mexists(con: &mut Connection, key: &str, items: &[String]) -> Vec<bool> {
-    let v = batched(con, "BF.MEXISTS", key, items, 10_000);
+/// Adds `items` to the filter `key` of `shape` (`BF.MADD`, or `CF.INSERT key NOCREATE ITEMS`).
+fn madd(con: &mut Connection, shape: &str, key: &str, items: &[String]) {
+    let added = if is_cuckoo(shape) {
+        batched(con, "CF.INSERT", (key, "NOCREATE", "ITEMS"), items, 10_000)
+    } else {
+        batched(con, "BF.MADD", key, items, 10_000)
+    };
+    assert!(added.iter().all(|&a| a >= 0), "{shape}: an add refused");
+}
+
+fn mexists(con: &mut Connection, shape: &str, key: &str, items: &[String]) -> Vec<bool> {
+    let command = if is_cuckoo(shape) {
+        "CF.MEXISTS"
+    } else {
+        "BF.MEXISTS"
+    };
+    let v = batched(con, command, key, items, 10_000);
     v.into_iter().map(|x| x == 1).collect()
+}
+
+/// `bf_bytes` and `bf_cf_bytes`: the table bytes of every Bloom and cuckoo filter there is.
+fn filter_bytes(con: &mut Connection) -> [u64; 2] {
+    [
+        info_num(con, "bf", "bf_bytes"),
+        info_num(con, "bf", "bf_cf_bytes"),
+    ]
 }
 
 /// Waits until the module's background thread has given back every freed page.
@@ -65,10 +105,36 @@ fn wait_pending_zero(con: &mut Connection) {
     }
 }
 
-/// Creates a big filter (a 256 MiB layer, a chain of 16 × 4 MiB layers, or a window
-/// filter with one generation of 64 MiB) for the table-driven tests; returns its bit-array bytes.
+/// Creates a big filter (a 256 MiB layer, a chain of 16 × 4 MiB layers, a window filter with
+/// one generation of 64 MiB, a cuckoo filter of one 256 MiB table, or one of 17 grown
+/// sub-filters of 2 KiB to 128 MiB) for the table-driven tests; returns its size (`BF.INFO
+/// SIZE`, `CF.INFO`'s `Size`).
 fn create_shape(con: &mut Connection, shape: &str, key: &str) -> u64 {
     match shape {
+        "cuckoo table" => {
+            // 2^27 buckets of 2 slots.
+            let _: () = cmd("CF.RESERVE")
+                .arg(key)
+                .arg(1u64 << 28)
+                .query(con)
+                .unwrap();
+            return cf_info(con, key, "Size") as u64;
+        }
+        "cuckoo sub-filters" => {
+            // One-slot buckets: an item's two buckets take two copies of it per sub-filter, so
+            // every second copy of the same item grows a sub-filter twice the last one. One
+            // command for all 34 copies, so that the filter is not used more often than the
+            // keys the LFU policies compare it with.
+            let reserve = format!("CF.RESERVE {key} 2048 BUCKETSIZE 1 EXPANSION 2");
+            let _: () = cmd(reserve.as_str()).query(con).unwrap();
+            let added: Vec<i64> = cmd(format!("CF.INSERT {key} NOCREATE ITEMS"))
+                .arg(vec!["same"; 34])
+                .query(con)
+                .unwrap();
+            assert_eq!(added, vec![1; 34]);
+            assert_eq!(cf_info(con, key, "Number of filters"), 17);
+            return cf_info(con, key, "Size") as u64;
+        }
         "one layer" => {
             let cap = capacity_for(con, 256 * MIB);
             let _: () = cmd("BF.RESERVE")
@@ -139,8 +205,10 @@ fn create_shape(con: &mut Connection, shape: &str, key: &str) -> u64 {
 #[test]
 fn eviction_counts_what_a_filter_frees() {
     // (policy, the filter's TTL, the strings' TTL): the filter is the best candidate of every
-    // policy (shortest TTL, longest idle, least used) and alone in db 1, which every pass of
-    // the eviction pool samples; the strings are in db 0.
+    // policy (shortest TTL, longest idle, least used: with `lfu-log-factor 0` every access
+    // counts, and each string is read ten times, more than any shape's creation uses its
+    // filter) and alone in db 1, which every pass of the eviction pool samples; the strings
+    // are in db 0.
     let cases = [
         "volatile-ttl",
         "volatile-lru",
@@ -149,7 +217,10 @@ fn eviction_counts_what_a_filter_frees() {
         "allkeys-lfu",
     ];
     const STRINGS: usize = 2000;
-    for policy in cases {
+    for (shape, policy) in ["one layer", "cuckoo table", "cuckoo sub-filters"]
+        .into_iter()
+        .flat_map(|shape| cases.map(|policy| (shape, policy)))
+    {
         for lazy in ["no", "yes"] {
             let s = Server::start_with(
                 &[],
@@ -161,7 +232,7 @@ fn eviction_counts_what_a_filter_frees() {
             );
             let mut con = s.conn();
             select(&mut con, 1);
-            let size = create_shape(&mut con, "one layer", "filter");
+            let size = create_shape(&mut con, shape, "filter");
             let _: i64 = cmd("EXPIRE filter 1000").query(&mut con).unwrap();
             if policy.ends_with("lru") {
                 // Redis' LRU clock has a resolution of one second.
@@ -177,7 +248,7 @@ fn eviction_counts_what_a_filter_frees() {
                     .arg("EX")
                     .arg(100_000)
                     .ignore();
-                for _ in 0..3 {
+                for _ in 0..10 {
                     pipe.cmd("GET").arg(format!("s{i}")).ignore();
                 }
             }
@@ -192,17 +263,16 @@ fn eviction_counts_what_a_filter_frees() {
             select(&mut con, 1);
             let filter: i64 = cmd("EXISTS filter").query(&mut con).unwrap();
             println!(
-                "{policy}, lazyfree-lazy-eviction {lazy}: {size} B filter, SET {r:?}, \
+                "{shape}, {policy}, lazyfree-lazy-eviction {lazy}: {size} B filter, SET {r:?}, \
                  {evicted} keys evicted, {strings} keys in db 0"
             );
-            assert!(r.is_ok(), "{policy}/{lazy}: SET refused: {r:?}");
-            assert_eq!(filter, 0, "{policy}/{lazy}: the filter was evicted");
-            assert_eq!(evicted, 1, "{policy}/{lazy}: keys evicted");
-            assert_eq!(
-                strings,
-                STRINGS as u64 + 1,
-                "{policy}/{lazy}: keys left in db 0"
-            );
+            let case = format!("{shape}/{policy}/{lazy}");
+            assert!(r.is_ok(), "{case}: SET refused: {r:?}");
+            assert_eq!(filter, 0, "{case}: the filter was evicted");
+            assert_eq!(evicted, 1, "{case}: keys evicted");
+            assert_eq!(strings, STRINGS as u64 + 1, "{case}: keys left in db 0");
+            wait_pending_zero(&mut con);
+            assert_eq!(filter_bytes(&mut con), [0, 0], "{case}: tables left");
         }
     }
 }
@@ -221,7 +291,14 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
     ];
     let s = Server::start_with(&[], &[("lazyfree-lazy-server-del", "yes")]);
     let mut con = s.conn();
-    for shape in ["one layer", "16 layers", "window"] {
+    let shapes = [
+        "one layer",
+        "16 layers",
+        "window",
+        "cuckoo table",
+        "cuckoo sub-filters",
+    ];
+    for shape in shapes {
         for (name, delete) in deletes {
             if name == "FLUSHALL ASYNC" {
                 // Redis frees the whole keyspace on its lazyfree thread: used_memory drops when
@@ -229,18 +306,13 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
                 continue;
             }
             let size = create_shape(&mut con, shape, "k");
-            if shape == "one layer" {
+            if shape == "one layer" || shape == "cuckoo table" {
                 // Touch pages so there is something for the background thread to give back.
                 let items: Vec<String> = (0..100_000).map(|i| format!("i{i}")).collect();
-                madd(&mut con, "k", &items);
+                madd(&mut con, shape, "k", &items);
             }
             let rss0 = rss(&mut con);
-            let used0 = info_num(&mut con, "memory", "used_memory");
-            let mut pipe = redis::pipe();
-            pipe.atomic().cmd(delete[0]).arg(&delete[1..]).ignore();
-            pipe.cmd("INFO").arg("memory");
-            let (info,): (String,) = pipe.query(&mut con).unwrap();
-            let used1 = used_memory_in(&info);
+            let (used0, used1) = used_memory_across(&mut con, cmd(delete));
             wait_pending_zero(&mut con);
             let rss1 = rss(&mut con);
             println!(
@@ -250,12 +322,13 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
                 used0.saturating_sub(used1) >= size * 99 / 100,
                 "{shape}, {name}: used_memory {used0} → {used1} inside the delete of {size} B"
             );
-            assert_eq!(info_num(&mut con, "bf", "bf_bytes"), 0);
+            assert_eq!(filter_bytes(&mut con), [0, 0], "{shape}, {name}");
             let _: () = cmd("FLUSHALL SYNC").query(&mut con).unwrap();
         }
     }
     // FLUSHALL ASYNC and a window filter's dropped generations: what is pending goes to 0.
     create_shape(&mut con, "one layer", "k");
+    create_shape(&mut con, "cuckoo sub-filters", "c");
     let _: () = cmd("FLUSHALL ASYNC").query(&mut con).unwrap();
     wait_pending_zero(&mut con);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -264,12 +337,12 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
         std::thread::sleep(Duration::from_millis(10));
     }
     wait_pending_zero(&mut con);
-    assert_eq!(info_num(&mut con, "bf", "bf_bytes"), 0);
+    assert_eq!(filter_bytes(&mut con), [0, 0]);
 }
 
 #[test]
 fn copy_of_a_sparse_filter_copies_only_written_pages() {
-    for shape in ["one layer", "window"] {
+    for shape in ["one layer", "window", "cuckoo table"] {
         // A fresh server for each shape: pages that the allocator kept resident from an earlier
         // filter (Valkey's jemalloc does) would hide what the items touch.
         let s = Server::start_with(&[], &[("enable-debug-command", "yes")]);
@@ -278,7 +351,7 @@ fn copy_of_a_sparse_filter_copies_only_written_pages() {
         // A few items scattered over the whole array.
         let items: Vec<String> = (0..200).map(|i| format!("{shape}-item-{i}")).collect();
         let rss0 = rss(&mut con);
-        madd(&mut con, "src", &items);
+        madd(&mut con, shape, "src", &items);
         let rss1 = rss(&mut con);
         let copied: i64 = cmd("COPY src dst").query(&mut con).unwrap();
         let rss2 = rss(&mut con);
@@ -293,11 +366,14 @@ fn copy_of_a_sparse_filter_copies_only_written_pages() {
             copy <= 2 * added + 4 * MIB && copy < size / 4,
             "{shape}: COPY grew RSS by {copy} B for a {size} B filter whose items took {added} B"
         );
-        assert_eq!(mexists(&mut con, "dst", &items), vec![true; items.len()]);
+        assert_eq!(
+            mexists(&mut con, shape, "dst", &items),
+            vec![true; items.len()]
+        );
         let others: Vec<String> = (0..20_000).map(|i| format!("absent-{i}")).collect();
         assert_eq!(
-            mexists(&mut con, "dst", &others),
-            mexists(&mut con, "src", &others),
+            mexists(&mut con, shape, "dst", &others),
+            mexists(&mut con, shape, "src", &others),
             "{shape}: the copy answers as the source"
         );
         let d = |con: &mut Connection, k: &str| -> Value {
@@ -305,11 +381,18 @@ fn copy_of_a_sparse_filter_copies_only_written_pages() {
         };
         assert_eq!(d(&mut con, "src"), d(&mut con, "dst"), "{shape}: digests");
         // The copy is independent: adding to it leaves the source alone.
-        let _: i64 = cmd("BF.ADD dst only-in-the-copy").query(&mut con).unwrap();
-        let in_src: i64 = cmd("BF.EXISTS src only-in-the-copy")
+        let prefix = if is_cuckoo(shape) { "CF" } else { "BF" };
+        let _: i64 = cmd(format!("{prefix}.ADD dst only-in-the-copy"))
+            .query(&mut con)
+            .unwrap();
+        let in_src: i64 = cmd(format!("{prefix}.EXISTS src only-in-the-copy"))
             .query(&mut con)
             .unwrap();
         assert_eq!(in_src, 0);
+        let in_dst: i64 = cmd(format!("{prefix}.EXISTS dst only-in-the-copy"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(in_dst, 1);
     }
 }
 
@@ -342,18 +425,7 @@ fn a_window_filters_dropped_generations_leave_used_memory_in_the_write() {
     };
     let layers = info_num(&mut con, "bf", "bf_layers");
     std::thread::sleep(Duration::from_millis(2600));
-    let used0 = info_num(&mut con, "memory", "used_memory");
-    let (info,): (String,) = redis::pipe()
-        .atomic()
-        .cmd("BF.ADD")
-        .arg("w")
-        .arg("after")
-        .ignore()
-        .cmd("INFO")
-        .arg("memory")
-        .query(&mut con)
-        .unwrap();
-    let used1 = used_memory_in(&info);
+    let (used0, used1) = used_memory_across(&mut con, cmd("BF.ADD w after"));
     let v: Vec<Value> = cmd("BF.INFO w SIZE").query(&mut con).unwrap();
     let Value::Int(size1) = v[0] else {
         panic!("{v:?}")
@@ -370,4 +442,55 @@ fn a_window_filters_dropped_generations_leave_used_memory_in_the_write() {
         "used_memory {used0} → {used1} in the write that dropped {dropped} B"
     );
     wait_pending_zero(&mut con);
+}
+
+#[test]
+fn a_cuckoo_filters_dropped_sub_filters_leave_used_memory_in_the_write() {
+    // A 4 KiB sub-filter of one-slot buckets, then a 128 MiB one: the third copy of an item
+    // finds both its buckets full and grows the filter. Deleting that copy empties the big
+    // sub-filter, which the compaction frees: inside CF.DEL when deletions pass 10 % of the
+    // items, else inside CF.COMPACT (20 other items first keep CF.DEL below that).
+    let s = Server::start();
+    let mut con = s.conn();
+    for (frees, others) in [("CF.DEL", 0), ("CF.COMPACT", 20)] {
+        let _: () = cmd("CF.RESERVE k 4096 BUCKETSIZE 1 EXPANSION 32768")
+            .query(&mut con)
+            .unwrap();
+        let items: Vec<String> = (0..others).map(|i| format!("other-{i}")).collect();
+        madd(&mut con, "cuckoo", "k", &items);
+        for _ in 0..3 {
+            let _: i64 = cmd("CF.ADD k same").query(&mut con).unwrap();
+        }
+        assert_eq!(cf_info(&mut con, "k", "Number of filters"), 2);
+        if frees == "CF.COMPACT" {
+            let deleted: i64 = cmd("CF.DEL k same").query(&mut con).unwrap();
+            assert_eq!(deleted, 1);
+            let filters = cf_info(&mut con, "k", "Number of filters");
+            assert_eq!(filters, 2, "CF.DEL alone left both sub-filters");
+        }
+        let write = if frees == "CF.DEL" {
+            "CF.DEL k same"
+        } else {
+            "CF.COMPACT k"
+        };
+        let size = cf_info(&mut con, "k", "Size") as u64;
+        let (used0, used1) = used_memory_across(&mut con, cmd(write));
+        let size1 = cf_info(&mut con, "k", "Size") as u64;
+        println!(
+            "{write}: {size} B filter → {size1} B; used_memory {used0} → {used1} in the write"
+        );
+        assert_eq!(cf_info(&mut con, "k", "Number of filters"), 1, "{frees}");
+        assert_eq!(size - size1, 128 * MIB + 16, "{frees}: the big sub-filter");
+        assert!(
+            used0.saturating_sub(used1) + MIB >= 128 * MIB,
+            "{frees}: used_memory {used0} → {used1} in the write that freed 128 MiB"
+        );
+        let count: i64 = cmd("CF.COUNT k same").query(&mut con).unwrap();
+        assert_eq!(count, 2, "{frees}: the other copies stay");
+        let found = mexists(&mut con, "cuckoo", "k", &items);
+        assert_eq!(found, vec![true; items.len()], "{frees}");
+        wait_pending_zero(&mut con);
+        assert_eq!(filter_bytes(&mut con), [0, 4096], "{frees}");
+        let _: i64 = cmd("DEL k").query(&mut con).unwrap();
+    }
 }

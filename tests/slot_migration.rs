@@ -1,12 +1,15 @@
 //! Atomic slot migration on Valkey 9.1 (`CLUSTER MIGRATESLOTS`) and Redis 8.6
-//! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters (2.3 MiB, 2·10⁵
-//! items) and keys of other types moves between two of three primaries while a client thread
-//! keeps adding items to those filters through a cluster client (MOVED/ASK redirections), in
+//! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters, cuckoo filters (one
+//! of which keeps growing sub-filters while the slot moves) (2.4 MiB, 2.3·10⁵ items) and keys
+//! of other types moves between two of three primaries while a client thread keeps adding
+//! items to those filters (`BF.MADD`, `CF.INSERT`, `CF.ADD`) through a cluster client
+//! (MOVED/ASK redirections), in
 //! three cases: the migration completes; it is cancelled mid-way; the target's replica takes
 //! over mid-way (`CLUSTER FAILOVER`), after which the slot moves to that new primary. Mid-way,
 //! the target answers MOVED for the slot and counts none of its keys in `DBSIZE`. Afterwards,
-//! on the node that owns the slot, every acknowledged add is present (`BF.MEXISTS`), every
-//! filter's `BF.SCANDUMP` walk is byte-identical to a twin's (a key in a slot that does not
+//! on the node that owns the slot, every acknowledged add is present (`BF.MEXISTS`,
+//! `CF.MEXISTS`), every filter's `BF.SCANDUMP` / `CF.SCANDUMP` walk is byte-identical to a
+//! twin's (a key in a slot that does not
 //! move, fed the same acknowledged adds in the same order), the other keys hold their values,
 //! no other node keeps keys of the slot, and every server is still up.
 //!
@@ -25,7 +28,9 @@
 mod common;
 mod robust;
 
-use common::{cmd, scandump, server_or_skip, slot_owners, start_cluster_node_on, Server};
+use common::{
+    cf_info, cmd, scandump_with, server_or_skip, slot_owners, start_cluster_node_on, Server,
+};
 use redis::cluster::ClusterConnection;
 use redis::{Connection, Value};
 use robust::{cluster_client, cluster_ok, info_field, wait_until};
@@ -33,11 +38,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Plain filters in the moving slot, then as many window filters.
+/// Plain filters in the moving slot, then as many window filters, then cuckoo filters (the
+/// last one grows a sub-filter every ~1800 items: preloaded with [`GROWING_PRELOAD`] items,
+/// it grows a few sub-filters while the slot moves, and stays below `cf-max-expansions`' 32).
 const PLAIN: usize = 4;
 const WINDOWS: usize = 4;
+const CUCKOO: usize = 2;
+const FILTERS: usize = PLAIN + WINDOWS + CUCKOO;
 /// Items added to each filter before the migration.
 const PRELOAD: usize = 25_000;
+/// Items added to the growing cuckoo filter before the migration (two sub-filters).
+const GROWING_PRELOAD: usize = 2000;
 /// Items per `BF.MADD` of the writer thread.
 const BATCH: usize = 20;
 /// The window of the window filters (ms): one hour, in quarters of 15 minutes.
@@ -82,15 +93,47 @@ fn require(name: &str) -> Option<String> {
     server_or_skip(name, "atomic slot migration")
 }
 
+/// Whether filter `i` is a cuckoo filter.
+fn is_cuckoo(i: usize) -> bool {
+    i >= PLAIN + WINDOWS
+}
+
+/// The letter of filter `i`'s kind in its key: plain, window, cuckoo.
+fn kind(i: usize) -> &'static str {
+    match i {
+        _ if i < PLAIN => "p",
+        _ if is_cuckoo(i) => "c",
+        _ => "w",
+    }
+}
+
 /// The filters that move: slot 3162 (hash tag `asm`), on node 0; plain ones first.
 fn real_key(i: usize) -> String {
-    format!("{{asm}}:{}{i}", if i < PLAIN { "p" } else { "w" })
+    format!("{{asm}}:{}{i}", kind(i))
 }
 
 /// The twins' keys are in slot 15382 (hash tag `twin2`), on the node that is neither the
 /// source nor the target, so neither the migration nor the failover touches them.
 fn twin_key(i: usize) -> String {
-    format!("{{twin2}}:{}{i}", if i < PLAIN { "p" } else { "w" })
+    format!("{{twin2}}:{}{i}", kind(i))
+}
+
+/// The cuckoo filter that grows sub-filters (2048 slots each) all along.
+const GROWING: usize = FILTERS - 1;
+
+/// Adds `items` to filter `i` at `key`: `BF.MADD`; for a cuckoo filter `CF.INSERT key ITEMS`,
+/// or `CF.ADD` when there is one item. The replies, one per item.
+fn add(
+    con: &mut impl redis::ConnectionLike,
+    i: usize,
+    key: &str,
+    items: &[String],
+) -> redis::RedisResult<Vec<i64>> {
+    match (is_cuckoo(i), items) {
+        (false, _) => cmd("BF.MADD").arg(key).arg(items).query(con),
+        (true, [one]) => cmd("CF.ADD").arg(key).arg(one).query(con).map(|r| vec![r]),
+        (true, _) => cmd("CF.INSERT").arg(key).arg("ITEMS").arg(items).query(con),
+    }
 }
 
 /// The other keys of the moving slot, as (key, its `TYPE`).
@@ -336,8 +379,9 @@ struct Acked {
     at: Instant,
 }
 
-/// The writer: `BF.MADD` of [`BATCH`] new items into each filter in turn, through the
-/// cluster client; each acknowledged add is then applied to the filter's twin.
+/// The writer: [`add`] of [`BATCH`] new items into each filter in turn (every other add to a
+/// cuckoo filter is a `CF.ADD` of one item), through the cluster client; each acknowledged
+/// add is then applied to the filter's twin.
 fn writer(
     client: redis::cluster::ClusterClient,
     stop: Arc<AtomicBool>,
@@ -346,20 +390,17 @@ fn writer(
     let (mut acked, mut errors) = (Vec::new(), Vec::new());
     let mut round = 0usize;
     while !stop.load(Ordering::SeqCst) {
-        let filter = round % (PLAIN + WINDOWS);
-        let items: Vec<String> = (0..BATCH).map(|j| format!("s{round}:{j}")).collect();
+        let filter = round % FILTERS;
+        let n = if is_cuckoo(filter) && (round / FILTERS) % 2 == 1 {
+            1
+        } else {
+            BATCH
+        };
+        let items: Vec<String> = (0..n).map(|j| format!("s{round}:{j}")).collect();
         round += 1;
-        let r: redis::RedisResult<Vec<i64>> = cmd("BF.MADD")
-            .arg(real_key(filter))
-            .arg(&items)
-            .query(&mut con);
-        match r {
-            Ok(v) if v.len() == BATCH => {
-                let twin: Vec<i64> = cmd("BF.MADD")
-                    .arg(twin_key(filter))
-                    .arg(&items)
-                    .query(&mut con)
-                    .expect("twin add");
+        match add(&mut con, filter, &real_key(filter), &items) {
+            Ok(v) if v.len() == n => {
+                let twin = add(&mut con, filter, &twin_key(filter), &items).expect("twin add");
                 assert_eq!(twin, v, "the twin answers as the filter did");
                 acked.push(Acked {
                     filter,
@@ -376,10 +417,18 @@ fn writer(
 
 fn preload(con: &mut ClusterConnection) -> Vec<Vec<String>> {
     let mut expected = Vec::new();
-    for i in 0..PLAIN + WINDOWS {
+    for i in 0..FILTERS {
         for k in [real_key(i), twin_key(i)] {
-            let mut reserve = cmd("BF.RESERVE");
-            if i < PLAIN {
+            let mut reserve = cmd(if is_cuckoo(i) {
+                "CF.RESERVE"
+            } else {
+                "BF.RESERVE"
+            });
+            if i == GROWING {
+                reserve.arg(&k).arg(2048).arg("EXPANSION").arg(1);
+            } else if is_cuckoo(i) {
+                reserve.arg(&k).arg(100_000);
+            } else if i < PLAIN {
                 reserve.arg(&k).arg(0.0001).arg(200_000);
             } else {
                 reserve
@@ -391,10 +440,19 @@ fn preload(con: &mut ClusterConnection) -> Vec<Vec<String>> {
             }
             let _: () = reserve.query(con).unwrap();
         }
-        let items: Vec<String> = (0..PRELOAD).map(|n| format!("p{i}:{n}")).collect();
+        let preload = if i == GROWING {
+            GROWING_PRELOAD
+        } else {
+            PRELOAD
+        };
+        let items: Vec<String> = (0..preload).map(|n| format!("p{i}:{n}")).collect();
         for group in items.chunks(1000) {
             for k in [real_key(i), twin_key(i)] {
-                let _: Vec<i64> = cmd("BF.MADD").arg(&k).arg(group).query(con).unwrap();
+                let added = add(con, i, &k, group).unwrap();
+                // A cuckoo filter stores every item (a Bloom filter answers 0 for an item it
+                // seemed to hold already).
+                let stored = added.iter().filter(|&&a| a == 1).count();
+                assert!(!is_cuckoo(i) || stored == group.len(), "preload of {k}");
             }
         }
         expected.push(items);
@@ -516,8 +574,8 @@ fn run(line: Line, bin: &str, case: Case) {
         .arg(slot)
         .query(&mut c.nodes[src].conn())
         .unwrap();
-    assert_eq!(keys_in_slot as usize, PLAIN + WINDOWS + OTHERS.len());
-    let bytes: i64 = (0..PLAIN + WINDOWS)
+    assert_eq!(keys_in_slot as usize, FILTERS + OTHERS.len());
+    let bytes: i64 = (0..FILTERS)
         .map(|i| {
             cmd("MEMORY USAGE")
                 .arg(real_key(i))
@@ -538,6 +596,10 @@ fn run(line: Line, bin: &str, case: Case) {
         .arg(KEY_SAVE_DELAY_US)
         .query(&mut c.nodes[src].conn())
         .unwrap();
+    // The growing cuckoo filter's twin (on the third node) follows its sub-filters.
+    let mut twin_node = c.nodes[(src + 2) % 3].conn();
+    let growing = twin_key(GROWING);
+    let sub_filters0 = cf_info(&mut twin_node, &growing, "Number of filters");
     let started = Instant::now();
     let m = Migration::start(line, &c, src, dst, slot);
     let mut states = vec![];
@@ -577,6 +639,7 @@ fn run(line: Line, bin: &str, case: Case) {
     }
     let end_state = m.wait_end(&c);
     let took = started.elapsed();
+    let sub_filters1 = cf_info(&mut twin_node, &growing, "Number of filters");
     states.push(end_state.clone());
     let expect_state = match (line, case) {
         (_, Case::Completes) => expect_state_completed(line),
@@ -663,8 +726,13 @@ fn run(line: Line, bin: &str, case: Case) {
     let mut false_negatives = 0;
     let mut checked = 0;
     for (i, items) in expected.iter().enumerate() {
+        let mexists = if is_cuckoo(i) {
+            "CF.MEXISTS"
+        } else {
+            "BF.MEXISTS"
+        };
         for group in items.chunks(1000) {
-            let got: Vec<i64> = cmd("BF.MEXISTS")
+            let got: Vec<i64> = cmd(mexists)
                 .arg(real_key(i))
                 .arg(group)
                 .query(&mut oc)
@@ -679,9 +747,14 @@ fn run(line: Line, bin: &str, case: Case) {
     );
     let twin_owner = index_of(&c, slot_owners(&mut direct)[twin_slot as usize]);
     let mut tc = all_nodes(&c).nth(twin_owner).unwrap().conn();
-    for i in 0..PLAIN + WINDOWS {
-        let real = scandump(&mut oc, real_key(i).as_bytes());
-        let twin = scandump(&mut tc, twin_key(i).as_bytes());
+    for i in 0..FILTERS {
+        let walk = if is_cuckoo(i) {
+            "CF.SCANDUMP"
+        } else {
+            "BF.SCANDUMP"
+        };
+        let real = scandump_with(&mut oc, walk, real_key(i).as_bytes());
+        let twin = scandump_with(&mut tc, walk, twin_key(i).as_bytes());
         assert!(real.len() > 1, "{}: a walk of chunks", real_key(i));
         assert!(
             real == twin,
@@ -708,7 +781,8 @@ fn run(line: Line, bin: &str, case: Case) {
         "{line:?} {case:?}: slot {slot} ({} keys, {:.1} MiB of filters) node{src}→node{dst}: \
          states {states:?} after {took:?}{}{mid_way}; owner node{owner}; {} adds acked ({during} while \
          it ran), {} errors {:?}; {checked} items checked, {false_negatives} false negatives; \
-         {} filters byte-identical to their twins; {:?} in all",
+         {} filters byte-identical to their twins; {growing} grew from {sub_filters0} to \
+         {sub_filters1} sub-filters while it ran; {:?} in all",
         keys_in_slot,
         bytes as f64 / (1 << 20) as f64,
         again.map_or(String::new(), |(s, t)| format!(
@@ -717,8 +791,12 @@ fn run(line: Line, bin: &str, case: Case) {
         acked.len(),
         errors.len(),
         errors.iter().take(3).collect::<Vec<_>>(),
-        PLAIN + WINDOWS,
+        FILTERS,
         t0.elapsed()
+    );
+    assert!(
+        sub_filters1 > sub_filters0,
+        "{growing} grew sub-filters while the migration ran"
     );
     assert!(during > 0, "adds were acknowledged while the migration ran");
     assert!(errors.is_empty(), "writer errors: {errors:?}");

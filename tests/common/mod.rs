@@ -587,14 +587,28 @@ where
 /// The whole SCANDUMP walk of a key: `(iterator, bytes)` pairs from the header (iterator 0) to
 /// the last chunk, without the final `(0, "")` reply.
 pub fn scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    scandump_with(con, "BF.SCANDUMP", key)
+}
+
+/// [`scandump`] of a cuckoo filter (`CF.SCANDUMP`).
+pub fn cf_scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    scandump_with(con, "CF.SCANDUMP", key)
+}
+
+/// The SCANDUMP walk of `command` (`BF.SCANDUMP` or `CF.SCANDUMP`).
+pub fn scandump_with(
+    con: &mut impl redis::ConnectionLike,
+    command: &str,
+    key: &[u8],
+) -> Vec<(i64, Vec<u8>)> {
     let mut out = Vec::new();
     let mut iter = 0i64;
     loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        let (next, data): (i64, Vec<u8>) = redis::cmd(command)
             .arg(key)
             .arg(iter)
             .query(con)
-            .expect("BF.SCANDUMP");
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
         if next == 0 {
             return out;
         }
@@ -1277,4 +1291,27 @@ replies! {
         NIL3 = "_\r\n",
         EMPTY_FINAL = "*2\r\n:0\r\n$0\r\n\r\n", // BF.SCANDUMP's last reply
     }
+}
+
+/// A numeric field of `CF.INFO key` (`Size`, `Number of filters`, ...), RESP2 or RESP3.
+pub fn cf_info(con: &mut impl redis::ConnectionLike, key: &str, field: &str) -> i64 {
+    let v: redis::Value = redis::cmd("CF.INFO")
+        .arg(key)
+        .query(con)
+        .unwrap_or_else(|e| panic!("CF.INFO {key}: {e}"));
+    let pairs: Vec<(redis::Value, redis::Value)> = match v {
+        redis::Value::Map(m) => m,
+        redis::Value::Array(a) => a.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect(),
+        other => panic!("CF.INFO {key}: {other:?}"),
+    };
+    pairs
+        .iter()
+        .find_map(|(k, v)| match (k, v) {
+            (redis::Value::BulkString(k), redis::Value::Int(n)) if k == field.as_bytes() => {
+                Some(*n)
+            }
+            (redis::Value::SimpleString(k), redis::Value::Int(n)) if k == field => Some(*n),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("CF.INFO {key}: no {field} in {pairs:?}"))
 }
