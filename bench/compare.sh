@@ -19,6 +19,9 @@
 #        SERVER=path   the redis-server binary for both sides (default: redis-server on PATH); the
 #                      header names its version and each side's `bf` module version
 #        ONLY=id,id…   run only these rows (ids: the first field of ROWS below)
+#        CF=1          the cuckoo-filter rows (CF_ROWS below, filters from `filters.py --cf`)
+#                      instead of the Bloom ones; CF_FILL=n (LARGE_ITEMS) items of the `cffill`
+#                      row, which fills a freshly reserved filter of that capacity each run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -70,12 +73,17 @@ done
 for side in "${SIDES[@]}"; do
   for _ in $(seq 50); do redis-cli -p "${PORT[$side]}" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
-python3 bench/filters.py "$LARGE_ITEMS" "${PORT[before]}" "${PORT[after]}"
+if [ "${CF:-0}" = 1 ]; then
+  python3 bench/filters.py --cf "$LARGE_ITEMS" "${PORT[before]}" "${PORT[after]}"
+else
+  python3 bench/filters.py "$LARGE_ITEMS" "${PORT[before]}" "${PORT[after]}"
+fi
 
 args() { local n=$1 s=""; for _ in $(seq "$n"); do s="$s __rand_int__"; done; echo "$s"; }
 A100=$(args 100)
 A1000=$(args 1000)
-# id|label|items per command|requests per run|redis-benchmark arguments
+# id|label|items per command|requests per run|redis-benchmark arguments[|setup]
+# setup: redis-cli commands, `;`-separated, run on the side before each of its runs (not timed)
 ROWS=(
   "add10m|BF.ADD, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.ADD f10m __rand_int__"
   "exists10m|BF.EXISTS, pipeline 32, 10M-capacity filter|1|1000000|-P 32 BF.EXISTS f10m __rand_int__"
@@ -96,6 +104,21 @@ ROWS=(
   "newkey|BF.ADD on new keys, pipeline 32|1|200000|-P 32 BF.ADD nk:__rand_int__ __rand_int__"
   "setnew|SET of new keys, pipeline 32 (reference)|1|200000|-P 32 SET ns:__rand_int__ x"
 )
+CF_FILL=${CF_FILL:-$LARGE_ITEMS}
+CF_ROWS=(
+  "cfadd|CF.ADD, pipeline 32, 1e6 filter (1 MiB, grows)|1|1000000|-P 32 CF.ADD cfadd __rand_int__"
+  "cfexists|CF.EXISTS, pipeline 32, 1e6 filter, 3/4 full|1|1000000|-P 32 CF.EXISTS cfsmall __rand_int__"
+  "cfcount|CF.COUNT, pipeline 32, the same filter|1|1000000|-P 32 CF.COUNT cfsmall __rand_int__"
+  "cfdel|CF.DEL of random items, pipeline 32, 1e6 filter|1|1000000|-P 32 CF.DEL cfdel __rand_int__"
+  "get|GET of one existing key, pipeline 32 (reference)|1|1000000|-P 32 GET str1"
+  "set|SET of one existing key, pipeline 32 (reference)|1|1000000|-P 32 SET str1 __rand_int__"
+  "cfmexists|CF.MEXISTS x1000, 1e8 filter (3/4 full)|1000|3000|CF.MEXISTS cflarge $A1000"
+  "cfmexists_small|CF.MEXISTS x1000, 1e6 filter|1000|6000|CF.MEXISTS cfsmall $A1000"
+  "cfinsert|CF.INSERT x1000 of new items, empty 1e8 filter|1000|3000|CF.INSERT cfins ITEMS $A1000"
+  "smis1000|SMISMEMBER x1000, one-member set (ceiling)|1000|10000|SMISMEMBER set1 $A1000"
+  "cffill|CF.INSERT x1000 filling a new $CF_FILL filter|1000|$((CF_FILL / 1000))|CF.INSERT cffill ITEMS $A1000|DEL cffill;CF.RESERVE cffill $CF_FILL"
+)
+[ "${CF:-0}" = 1 ] && ROWS=("${CF_ROWS[@]}")
 
 cpu_ns() { cut -d' ' -f1 "/proc/$(cat "${DIR[$1]}/redis.pid")/schedstat"; }
 run() { # side requests args… → "ops/s commands-per-CPU-second" (CPU time of the server's main thread)
@@ -131,8 +154,14 @@ if [ -n "${ONLY:-}" ]; then
   fi
   ROWS=("${kept[@]}")
 fi
+setup() { # side "cmd args;cmd args…" → runs each on that side's server
+  local side=$1 c
+  IFS=';' read -ra cmds <<<"$2"
+  # shellcheck disable=SC2086
+  for c in "${cmds[@]}"; do redis-cli -p "${PORT[$side]}" $c >/dev/null; done
+}
 for row in "${ROWS[@]}"; do
-  IFS='|' read -r id label k n cmd <<<"$row"
+  IFS='|' read -r id label k n cmd pre <<<"$row"
   n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN {printf "%d", n * s}')
   : >"$WORK/$id.before"
   : >"$WORK/$id.after"
@@ -140,6 +169,7 @@ for row in "${ROWS[@]}"; do
   for r in $(seq "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then order="before after"; else order="after before"; fi
     for side in $order; do
+      [ -z "$pre" ] || setup "$side" "$pre"
       # shellcheck disable=SC2086
       run "$side" "$n" $cmd >"$WORK/$id.$side.last"
       cat "$WORK/$id.$side.last" >>"$WORK/$id.$side"
@@ -161,7 +191,7 @@ for row in "${ROWS[@]}"; do
 done
 echo "load at the end of the rows: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-[ -n "${ONLY:-}" ] || for side in "${SIDES[@]}"; do
+[ -n "${ONLY:-}" ] || [ "${CF:-0}" = 1 ] || for side in "${SIDES[@]}"; do
   for col in 1 2; do
     awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v l="${MED[mexists.$side.$col]}" \
       -v g="${MED[mexists_grown.$side.$col]}" -v m="${MED[mexists_small.$side.$col]}" \
@@ -171,7 +201,7 @@ echo
         s, l / c, g / c, m / c, m1 / c1 }'
   done
 done
-[ -n "${ONLY:-}" ] || for side in "${SIDES[@]}"; do
+[ -n "${ONLY:-}" ] || [ "${CF:-0}" = 1 ] || for side in "${SIDES[@]}"; do
   for col in 1 2; do
     awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v a="${MED[add10m.$side.$col]}" \
       -v e="${MED[exists10m.$side.$col]}" -v st="${MED[set.$side.$col]}" -v g="${MED[get.$side.$col]}" \
@@ -180,13 +210,33 @@ done
         s, a / st, e / g, n / sn }'
   done
 done
+[ -n "${ONLY:-}" ] || [ "${CF:-0}" != 1 ] || for side in "${SIDES[@]}"; do
+  for col in 1 2; do
+    awk -v s="$side $([ $col = 1 ] && echo wall || echo cpu)" -v a="${MED[cfadd.$side.$col]}" \
+      -v e="${MED[cfexists.$side.$col]}" -v c="${MED[cfcount.$side.$col]}" -v d="${MED[cfdel.$side.$col]}" \
+      -v g="${MED[get.$side.$col]}" -v m="${MED[cfmexists.$side.$col]}" -v ms="${MED[cfmexists_small.$side.$col]}" \
+      -v sm="${MED[smis1000.$side.$col]}" 'BEGIN {
+      printf "%-11s of GET: CF.ADD %.2f, CF.EXISTS %.2f, CF.COUNT %.2f, CF.DEL %.2f; of SMISMEMBER: CF.MEXISTS 1e8 %.2f, 1e6 %.2f\n",
+        s, a / g, e / g, c / g, d / g, m / sm, ms / sm }'
+  done
+done
+[ "${CF:-0}" != 1 ] || for side in "${SIDES[@]}"; do
+  line="$side, server CPU per op (ns):"
+  for row in "${ROWS[@]}"; do
+    id=${row%%|*}
+    [ -n "${MED[$id.$side.2]:-}" ] || continue
+    line="$line $id $(awk -v v="${MED[$id.$side.2]}" 'BEGIN {printf "%.0f", 1e9 / v}')"
+  done
+  echo "$line"
+done
 
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$PROFILE"
   for row in "${ROWS[@]}"; do
-    IFS='|' read -r id label k n cmd <<<"$row"
+    IFS='|' read -r id label k n cmd pre <<<"$row"
     n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN {printf "%d", n * s}')
     for side in "${SIDES[@]}"; do
+      [ -z "$pre" ] || setup "$side" "$pre"
       pid=$(cat "${DIR[$side]}/redis.pid")
       perf record -q -g -F 2000 -p "$pid" -o "$WORK/perf.data" 2>/dev/null &
       perf_pid=$!

@@ -2,6 +2,9 @@
 """Creates the benchmark filters in one or more running servers (bench/compare.sh).
 
 Usage: bench/filters.py LARGE_ITEMS PORT [PORT ...]
+       bench/filters.py --cf LARGE_ITEMS PORT [PORT ...]   (the cuckoo filters, below)
+       bench/filters.py --cf-key KEY CAPACITY PORT [PORT ...]   (one filled cuckoo filter,
+                        as `cflarge` below: bench/pressure.sh's cfbig part)
 
 In every server:
 - `f10m`: BF.RESERVE f10m 0.01 10000000 (the single-item rows);
@@ -16,6 +19,16 @@ In every server:
   capacity: every new item is looked up in the full layer and added to the second one;
 - `set1`: a set of one member (the SMISMEMBER ceiling);
 - `str1`: a short string (the GET / SET references on one existing key).
+With --cf, the cuckoo filters of `CF=1 bench/compare.sh` instead (bucket size 2, RedisBloom's
+default, so a filter reserved for c items has c bytes of table when c is a power of two):
+- `cfsmall`, `cfdel`: CF.RESERVE … 1000000 (2^19 buckets, 1 MiB), three slots in four filled by
+  CF.LOADCHUNK (fingerprints 64–255, what 750 000 items look like; `cfdel` for CF.DEL to
+  empty);
+- `cfadd`: CF.RESERVE cfadd 1000000, empty (CF.ADD fills it and grows it by 1 MiB sub-filters);
+- `cflarge`: CF.RESERVE cflarge LARGE_ITEMS, filled the same way (2^26 buckets and 128 MiB for
+  1e8: the 1e8-item filter of CF.MEXISTS) with its item count set to LARGE_ITEMS;
+- `cfins`: CF.RESERVE cfins LARGE_ITEMS, empty (CF.INSERT of new items into a big table);
+- `set1`, `str1` as above.
 The same pseudo-random bytes go to every server.
 """
 import os
@@ -27,7 +40,48 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Conn  # noqa: E402
 
 
+def cf_filled(conns, key, capacity, items, rnd):
+    """CF.RESERVE-like `key` (bucket size 2, max iterations 20, expansion 1) with every slot
+    whose random byte is under 64 left empty and the rest holding that byte as a fingerprint,
+    loaded by CF.LOADCHUNK: a header, then 16 MiB chunks."""
+    buckets = 1
+    while buckets * 2 < capacity:
+        buckets *= 2
+    header = struct.pack("<QQQQHHH", items, buckets, 0, 1, 2, 20, 1)
+    for c in conns:
+        assert c.call("CF.LOADCHUNK", key, 1, header) == "OK"
+    empty_low = bytes(0 if b < 64 else b for b in range(256))
+    pos, left = 1, buckets * 2
+    while left > 0:
+        n = min(left, 16 << 20)
+        chunk = rnd.randbytes(n).translate(empty_low)
+        pos += n
+        for c in conns:
+            assert c.call("CF.LOADCHUNK", key, pos, chunk) == "OK"
+        left -= n
+
+
+def cuckoo(items, conns):
+    for c in conns:
+        c.call("CF.RESERVE", "cfadd", 1_000_000)
+        c.call("CF.RESERVE", "cfins", items)
+        c.call("SADD", "set1", "member")
+        c.call("SET", "str1", "value")
+    rnd = random.Random(7)
+    cf_filled(conns, "cfsmall", 1_000_000, 750_000, rnd)
+    cf_filled(conns, "cfdel", 1_000_000, 750_000, rnd)
+    cf_filled(conns, "cflarge", items, items, rnd)
+
+
 def main():
+    if sys.argv[1] == "--cf-key":
+        cap = int(sys.argv[3])
+        cf_filled([Conn(int(p)) for p in sys.argv[4:]], sys.argv[2], cap, cap * 3 // 4,
+                  random.Random(7))
+        return
+    if sys.argv[1] == "--cf":
+        cuckoo(int(sys.argv[2]), [Conn(int(p)) for p in sys.argv[3:]])
+        return
     items = int(sys.argv[1])
     conns = [Conn(int(p)) for p in sys.argv[2:]]
     for c in conns:

@@ -9,10 +9,15 @@
 #   - SAVE, DEBUG RELOAD and FLUSHALL (sync) of 500 000 small filters, in ms;
 #   - peak RSS (VmHWM, reset before each command) of BF.MADD of 1 000 000 items on an existing
 #     filter, peak used_memory (INFO memory, sampled by the server) of a BF.INSERT that grows ten
-#     layers, and peak RSS of BF.ADD of one 300 MiB item on a missing key.
+#     layers, and peak RSS of BF.ADD of one 300 MiB item on a missing key;
+#   - cuckoo filters (parts cffilters, cfbig; not in the default PARTS): used_memory per
+#     filter after 400 000 CF.ADD on new keys and MEMORY USAGE of a few CF.RESERVE sizes; SAVE,
+#     DEBUG RELOAD and BGREWRITEAOF of one cuckoo filter of CF_BYTES (1 GiB) of table, three
+#     slots in four filled (bench/filters.py --cf-key).
 #
 # Usage: bench/pressure.sh [SERVER:MODULE ...]
-# Env:   PARTS=transient,rates,filters,persist (the default: all, in this order)
+# Env:   PARTS=transient,rates,filters,persist (the default: those, in this order; also
+#        cffilters, cfbig)  CF_BYTES=n (1073741824, a power of two)
 #        REQUESTS=n (commands per rate run, default 200000)  ROUNDS=n (default 3)
 #        LD_LIBRARY_PATH as the server binary needs (redis-stack's needs libssl 1.1)
 set -euo pipefail
@@ -43,6 +48,8 @@ for r in range(1, rounds + 1):
 for name, count in (("f", 400_000), ("p", 500_000)):
     with open(f"{out}/{name}", "wb") as f:
         f.write(b"".join(cmd(b"BF.ADD", b"%s:%d" % (name.encode(), i), b"x") for i in range(count)))
+with open(f"{out}/cf", "wb") as f:
+    f.write(b"".join(cmd(b"CF.ADD", b"c:%d" % i, b"x") for i in range(400_000)))
 EOF
 
 want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -55,7 +62,7 @@ run_one() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   dir=$(mktemp -d /tmp/redis-bf-pressure.XXXXXX)
   "$server" --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-    --enable-debug-command yes --loadmodule "$module" --daemonize yes \
+    --enable-debug-command yes --aof-use-rdb-preamble no --loadmodule "$module" --daemonize yes \
     --logfile "$dir/server.log" --pidfile "$dir/redis.pid"
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   local pid
@@ -179,6 +186,41 @@ EOF
   cli debug reload >/dev/null; t2=$(ms)
   cli flushall >/dev/null; t3=$(ms)
   echo "$filters filters: SAVE $((t1 - t0)) ms, DEBUG RELOAD $((t2 - t1)) ms, FLUSHALL $((t3 - t2)) ms"
+  fi
+
+  # Cuckoo filters: memory per filter, as for the Bloom filters above.
+  if want cffilters; then
+  cli flushall >/dev/null
+  local base used n ht
+  base=$(mem used_memory)
+  cli --pipe <"$CMDS/cf" >/dev/null
+  used=$(mem used_memory)
+  n=$(cli dbsize)
+  ht=$(cli memory stats | awk '/^overhead.hashtable.main$/ {getline; print; exit}')
+  awk -v b="$base" -v u="$used" -v n="$n" -v h="${ht:-0}" 'BEGIN {
+    printf "%d cuckoo filters (CF.ADD): used_memory +%.1f MB, %.1f bytes a filter (%.1f without the keyspace hash table)\n",
+      n, (u-b)/1e6, (u-b)/n, (u-b-h)/n }'
+  echo "MEMORY USAGE of CF.ADD c:1 x: $(cli memory usage c:1)"
+  local cap
+  for cap in 100 1000 1000000; do
+    cli cf.reserve "r$cap" "$cap" >/dev/null
+    echo "CF.RESERVE r$cap $cap: MEMORY USAGE $(cli memory usage "r$cap"), CF.INFO Size $(cli cf.info "r$cap" | sed -n 2p)"
+  done
+  fi
+
+  # One big cuckoo filter: SAVE, DEBUG RELOAD, BGREWRITEAOF.
+  if want cfbig; then
+  cli flushall >/dev/null
+  python3 bench/filters.py --cf-key cfbig "${CF_BYTES:-1073741824}" "$port"
+  local t0 t1 t2 t3 t4
+  busy() { cli INFO persistence | tr -d '\r' | awk -F: '/aof_rewrite_in_progress|aof_rewrite_scheduled/ {s+=$2} END {print s}'; }
+  t0=$(ms); cli save >/dev/null; t1=$(ms)
+  cli debug reload >/dev/null; t2=$(ms)
+  while [ "$(busy)" != 0 ]; do sleep 0.1; done
+  t3=$(ms); cli bgrewriteaof >/dev/null; sleep 0.05
+  while [ "$(busy)" != 0 ]; do sleep 0.05; done
+  t4=$(ms)
+  echo "cuckoo filter of $(cli cf.info cfbig | sed -n 2p) bytes: SAVE $((t1 - t0)) ms, DEBUG RELOAD $((t2 - t1)) ms, BGREWRITEAOF $((t4 - t3)) ms (RSS $(($(rss) >> 20)) MiB)"
   fi
 
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true

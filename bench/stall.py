@@ -274,6 +274,37 @@ def sc_bgsave_later(con, gib):
     return [("DEL", "a", "b"), ("SLEEP", 3), ("BGSAVE",)]
 
 
+def cf_capacity(gib):
+    """The capacity whose CF.RESERVE (bucket size 2) has a table of gib GiB (a power of two:
+    the table is next_pow2(capacity / 2) buckets of 2 bytes)."""
+    nbytes, cap = gib * GIB, 4
+    while cap * 2 <= nbytes:
+        cap *= 2
+    return cap
+
+
+def sc_cf_reserve(con, gib):
+    return [("CF.RESERVE", "big", cf_capacity(gib))]
+
+
+def sc_cf_del(con, gib):
+    # The table loaded through CF.LOADCHUNK (a header, then 16 MiB chunks of fingerprints), so
+    # that every page of it is touched; then DEL.
+    buckets = cf_capacity(gib) // 2
+    header = b"".join((buckets.to_bytes(8, "little"), buckets.to_bytes(8, "little"),
+                       (0).to_bytes(8, "little"), (1).to_bytes(8, "little"),
+                       (2).to_bytes(2, "little"), (20).to_bytes(2, "little"),
+                       (1).to_bytes(2, "little")))
+    con.call("CF.LOADCHUNK", "big", 1, header)
+    chunk = b"\x11" * (16 * MIB)
+    off, nbytes = 0, buckets * 2
+    while off < nbytes:
+        data = chunk[:min(len(chunk), nbytes - off)]
+        con.call("CF.LOADCHUNK", "big", 1 + off + len(data), data)
+        off += len(data)
+    return [("DEL", "big")]
+
+
 def report_fork(con):
     return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
 
@@ -312,6 +343,8 @@ SCENARIOS = {
     "bgsave-after-del": ([], sc_bgsave_after_del, "BGSAVE right after DEL of 2 × {f} MiB",
                          report_fork),
     "bgsave-later": ([], sc_bgsave_later, "BGSAVE 3 s after DEL of 2 × {f} MiB", report_fork),
+    "cf-reserve": ([], sc_cf_reserve, "CF.RESERVE of a {k} GiB cuckoo filter"),
+    "cf-del": ([], sc_cf_del, "DEL of a {k} GiB cuckoo filter (pages touched)"),
 }
 
 
@@ -414,7 +447,8 @@ def main():
                                                   "LATENCY", "RSS (MiB)", "report"))
     for name in names:
         desc = SCENARIOS[name][2].format(g=a.gib, h=a.gib / 2, c="%.1f" % (a.gib * 29.75), m="%g" % (a.gib / 2),
-                                         f="%.0f" % (a.gib * 0.3125 * 1024))
+                                         f="%.0f" % (a.gib * 0.3125 * 1024),
+                                         k="%g" % (cf_capacity(a.gib) / GIB))
         for label, _ in modules:
             r = results[(name, label)]
             med = [statistics.median(x) for x in zip(*r)]

@@ -86,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
         None => return,
     };
     let total = cf.table_bytes();
-    let shape: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
+    let shape: Vec<u64> = cf.bucket_counts().collect();
     while let [kind, tail @ ..] = rest {
         if *kind == 0xff || tail.len() < 10 {
             rest = if *kind == 0xff { tail } else { &[] };
@@ -120,7 +120,7 @@ fuzz_target!(|data: &[u8]| {
                     Some(chunk),
                     "chunk landed elsewhere"
                 );
-                let shape_now: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
+                let shape_now: Vec<u64> = cf.bucket_counts().collect();
                 assert_eq!(shape_now, shape);
                 assert_eq!((cf.items, cf.deletes), (before.items, before.deletes));
             }

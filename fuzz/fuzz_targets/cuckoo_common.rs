@@ -27,7 +27,7 @@ pub fn conforming(cf: &Cuckoo) -> bool {
     cf.filters
         .iter()
         .enumerate()
-        .all(|(i, f)| cf.buckets_of(i) == Some(f.buckets))
+        .all(|(i, f)| cf.buckets_of(i) == Some(f.buckets(cf.bucket_size)))
 }
 
 /// Sub-filters past which a filter is not walked: each SCANDUMP / LOADCHUNK call finds its
@@ -92,9 +92,9 @@ pub fn invariants(cf: &Cuckoo) {
     assert!(cf.filters.len() <= 65535);
     assert!((1..=255).contains(&cf.bucket_size));
     assert!(cf.max_iterations >= 1);
-    for f in &cf.filters {
-        assert!(f.buckets > 0);
-        assert_eq!(f.data.len() as u64, f.buckets * u64::from(cf.bucket_size));
+    for (f, n) in cf.filters.iter().zip(cf.bucket_counts()) {
+        assert!(n > 0);
+        assert_eq!(f.data.len() as u64, n * u64::from(cf.bucket_size));
     }
     assert_eq!(
         cf.mem_usage(),

@@ -134,7 +134,7 @@ unsafe extern "C" fn free(value: *mut c_void) {
         let cf = unsafe { Box::from_raw(value.cast::<Cuckoo>()) };
         stats::cuckoo_freed(&cf);
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            free_tables(cf.filters, &mut alloc::FreeBudget::new())
+            free_tables(cf.filters.into_vec(), &mut alloc::FreeBudget::new())
         }));
     }
 }
@@ -173,20 +173,23 @@ unsafe extern "C" fn defrag(
     // SAFETY (of each call): `ctx` is the live defrag context; every pointer offered is a live
     // allocation of Redis' allocator owned by this value.
     let moved = |ptr: *mut c_void| unsafe { defrag_move(defrag_alloc, ctx, ptr) };
-    // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its Vec and
+    // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its sub-filter slice and
     // tables) by Redis' allocator through alloc::BfAlloc; no one else uses it during the
     // call. DefragAlloc copies a block bit for bit and frees the old one, so after a move the
     // old owner is forgotten (never dropped) and a new owner is built on the new address with
-    // the same length and capacity.
+    // the same length.
     unsafe {
         if let Some(new) = moved(*value) {
             *value = new;
         }
         let cf = &mut *(*value).cast::<Cuckoo>();
-        let (len, cap) = (cf.filters.len(), cf.filters.capacity());
-        if cap > 0 {
+        let len = cf.filters.len();
+        if len > 0 {
             if let Some(new) = moved(cf.filters.as_mut_ptr().cast()) {
-                let table = Vec::from_raw_parts(new.cast::<SubFilter>(), len, cap);
+                let table = Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    new.cast::<SubFilter>(),
+                    len,
+                ));
                 std::mem::forget(std::mem::replace(&mut cf.filters, table));
             }
         }
@@ -213,10 +216,7 @@ pub fn try_clone(cf: &Cuckoo) -> Option<Cuckoo> {
     for f in &cf.filters {
         let mut data = crate::bloom::layer::try_zeroed(f.data.len() as u64).ok()?;
         pages::copy_written(&f.data, &mut data);
-        filters.push(SubFilter {
-            buckets: f.buckets,
-            data,
-        });
+        filters.push(SubFilter { data });
     }
     Some(Cuckoo {
         buckets: cf.buckets,
@@ -225,7 +225,7 @@ pub fn try_clone(cf: &Cuckoo) -> Option<Cuckoo> {
         bucket_size: cf.bucket_size,
         max_iterations: cf.max_iterations,
         expansion: cf.expansion,
-        filters,
+        filters: filters.into_boxed_slice(),
     })
 }
 

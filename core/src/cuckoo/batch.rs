@@ -9,7 +9,7 @@
 //! ([`PREFETCH_MIN_BYTES`]), so that about that many items' reads are in flight at once.
 //! Prefetching is only a hint: it changes no answer.
 
-use super::{Cuckoo, Lookup, SubFilter};
+use super::{reduce, Cuckoo, Lookup, Shape, SubFilter};
 use crate::chain::{BATCH_ITEMS, PREFETCH_MIN_BYTES};
 use prefetch_index::prefetch_index;
 
@@ -20,50 +20,77 @@ pub const PREFETCH_DISTANCE: usize = 16;
 /// Bytes of a cache line (for a bucket that straddles two).
 const LINE: usize = 64;
 
-/// Whether bucket `index` (unreduced) of `f` holds `fp`.
+/// Whether bucket `index` (unreduced) of `f` (of shape `b`) holds `fp`.
 #[inline]
-fn bucket_has(f: &SubFilter, index: u64, bs: usize, fp: u8) -> bool {
-    let s = f.reduce(index) as usize * bs;
-    f.data[s..s + bs].contains(&fp)
+fn bucket_has(f: &SubFilter, b: Shape, index: u64, fp: u8) -> bool {
+    let s = reduce(index, b.buckets) as usize * b.size;
+    f.data[s..s + b.size].contains(&fp)
 }
 
 /// Starts loading the cache line(s) of bucket `index` (unreduced) of `f`.
 #[inline]
-fn prefetch_bucket(f: &SubFilter, index: u64, bs: usize) {
-    let s = f.reduce(index) as usize * bs;
+fn prefetch_bucket(f: &SubFilter, b: Shape, index: u64) {
+    let s = reduce(index, b.buckets) as usize * b.size;
     prefetch_index(&f.data, s);
-    if s % LINE + bs > LINE {
-        prefetch_index(&f.data, s + bs - 1);
+    if s % LINE + b.size > LINE {
+        prefetch_index(&f.data, s + b.size - 1);
+    }
+}
+
+/// Sub-filters whose shapes a batch computes once (on the stack: a batch allocates nothing);
+/// later ones, only in filters grown that far, each time.
+const CACHED_SHAPES: usize = 8;
+
+/// The shapes of a filter's first [`CACHED_SHAPES`] sub-filters.
+struct Shapes([Shape; CACHED_SHAPES]);
+
+impl Shapes {
+    fn of(cf: &Cuckoo) -> Shapes {
+        let mut s = [Shape {
+            buckets: 1,
+            size: 1,
+        }; CACHED_SHAPES];
+        for (i, (b, f)) in s.iter_mut().zip(cf.filters.iter()).enumerate() {
+            *b = cf.shape_of(i, f);
+        }
+        Shapes(s)
+    }
+
+    #[inline]
+    fn get(&self, cf: &Cuckoo, i: usize, f: &SubFilter) -> Shape {
+        self.0.get(i).copied().unwrap_or_else(|| cf.shape_of(i, f))
     }
 }
 
 /// [`Cuckoo::contains_lookup`], written out here so that the batch and item-by-item paths
 /// visibly test the same slots: any sub-filter holding the fingerprint in bucket `h1` or `h2`.
 #[inline]
-fn has(cf: &Cuckoo, l: &Lookup, bs: usize) -> bool {
-    cf.filters
-        .iter()
-        .any(|f| bucket_has(f, l.h1, bs, l.fp) || bucket_has(f, l.h2, bs, l.fp))
+fn has(cf: &Cuckoo, shapes: &Shapes, l: &Lookup) -> bool {
+    cf.filters.iter().enumerate().any(|(i, f)| {
+        let b = shapes.get(cf, i, f);
+        bucket_has(f, b, l.h1, l.fp) || bucket_has(f, b, l.h2, l.fp)
+    })
 }
 
 /// Answers prepared lookups: `found[i]` = [`Cuckoo::contains_lookup`]`(&lookups[i])`, with the
 /// buckets of big sub-filters prefetched [`PREFETCH_DISTANCE`] lookups ahead. `found` must be
 /// as long as `lookups` (extra entries on either side are left alone).
 pub fn contains_lookups(cf: &Cuckoo, lookups: &[Lookup], found: &mut [bool]) {
-    let bs = usize::from(cf.bucket_size);
     let n = lookups.len().min(found.len());
+    let shapes = Shapes::of(cf);
     // The sub-filters worth prefetching (small ones stay in cache): none for a small filter.
-    let big = |f: &&SubFilter| f.bytes() >= PREFETCH_MIN_BYTES;
-    if !cf.filters.iter().any(|f| big(&f)) {
+    let big = |f: &SubFilter| f.bytes() >= PREFETCH_MIN_BYTES;
+    if !cf.filters.iter().any(big) {
         for (f, l) in found[..n].iter_mut().zip(lookups) {
-            *f = has(cf, l, bs);
+            *f = has(cf, &shapes, l);
         }
         return;
     }
     let prefetch = |l: &Lookup| {
-        for f in cf.filters.iter().filter(big) {
-            prefetch_bucket(f, l.h1, bs);
-            prefetch_bucket(f, l.h2, bs);
+        for (i, f) in cf.filters.iter().enumerate().filter(|(_, f)| big(f)) {
+            let b = shapes.get(cf, i, f);
+            prefetch_bucket(f, b, l.h1);
+            prefetch_bucket(f, b, l.h2);
         }
     };
     lookups[..n.min(PREFETCH_DISTANCE)]
@@ -73,7 +100,7 @@ pub fn contains_lookups(cf: &Cuckoo, lookups: &[Lookup], found: &mut [bool]) {
         if i + PREFETCH_DISTANCE < n {
             prefetch(&lookups[i + PREFETCH_DISTANCE]);
         }
-        found[i] = has(cf, &lookups[i], bs);
+        found[i] = has(cf, &shapes, &lookups[i]);
     }
 }
 
@@ -81,8 +108,8 @@ pub fn contains_lookups(cf: &Cuckoo, lookups: &[Lookup], found: &mut [bool]) {
 /// order; the answers are exactly [`Cuckoo::contains`]'s (the batch entry point of
 /// `CF.MEXISTS`). A filter with a sub-filter of at least [`PREFETCH_MIN_BYTES`] is checked
 /// by [`contains_lookups`], [`BATCH_ITEMS`] items at a time, so a batch of any length takes
-/// bounded memory (one part's lookups and one flag per item of the part); a smaller one (in
-/// cache) item by item.
+/// bounded memory (one part's lookups and one flag per item of the part, on the stack: it
+/// allocates nothing); a smaller one (in cache) item by item.
 pub fn contains_each<T: AsRef<[u8]>>(
     cf: &Cuckoo,
     count: usize,
@@ -97,12 +124,13 @@ pub fn contains_each<T: AsRef<[u8]>>(
         return;
     }
     let mut found = [false; BATCH_ITEMS];
-    let mut lookups = Vec::new();
+    let mut lookups = [Lookup::from_hash(0); BATCH_ITEMS];
     for first in (0..count).step_by(BATCH_ITEMS) {
         let part = (count - first).min(BATCH_ITEMS);
-        lookups.clear();
-        lookups.extend((first..first + part).map(|i| Lookup::of(item_of(i).as_ref())));
-        contains_lookups(cf, &lookups, &mut found[..part]);
+        for (i, l) in lookups[..part].iter_mut().enumerate() {
+            *l = Lookup::of(item_of(first + i).as_ref());
+        }
+        contains_lookups(cf, &lookups[..part], &mut found[..part]);
         for (i, f) in found[..part].iter().enumerate() {
             answer(first + i, *f);
         }

@@ -121,7 +121,7 @@ pub fn decode_header(h: &Header, limits: HeaderLimits, max_bytes: u64) -> Option
         bucket_size: h.bucket_size,
         max_iterations: h.max_iterations,
         expansion: h.expansion,
-        filters: Vec::new(),
+        filters: Box::new([]),
     };
     let mut total: u64 = 0;
     let mut sizes = Vec::new();
@@ -135,11 +135,12 @@ pub fn decode_header(h: &Header, limits: HeaderLimits, max_bytes: u64) -> Option
         sizes.try_reserve(1).ok()?;
         sizes.push(buckets);
     }
-    cf.filters.try_reserve_exact(filters).ok()?;
+    let mut tables = Vec::new();
+    tables.try_reserve_exact(filters).ok()?;
     for buckets in sizes {
-        cf.filters
-            .push(SubFilter::new(buckets, h.bucket_size).ok()?);
+        tables.push(SubFilter::new(buckets, h.bucket_size).ok()?);
     }
+    cf.filters = tables.into_boxed_slice();
     Some(cf)
 }
 

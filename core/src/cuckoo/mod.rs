@@ -98,17 +98,32 @@ impl Lookup {
     }
 }
 
-/// One sub-filter: `buckets` buckets of the filter's bucket size, one byte per slot.
+/// One sub-filter: a table of buckets of the filter's bucket size, one byte per slot.
+///
+/// Only the table is kept (16 bytes, as RedisBloom's sub-filter record): its bucket count is
+/// the table's length over the filter's bucket size ([`SubFilter::buckets`]), which the filter
+/// knows without a division for its first sub-filter ([`Cuckoo::buckets_at`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubFilter {
-    /// Number of buckets (a power of two).
-    pub buckets: u64,
     /// The slots, bucket after bucket: `buckets × bucket_size` bytes, 0 = empty.
     pub data: Box<[u8]>,
 }
 
+/// Bucket `index` (unreduced) reduced to a sub-filter of `buckets` buckets: `index % buckets`
+/// (a mask for the power of two every filter made by a command has; a header loaded by
+/// `CF.LOADCHUNK` may give other counts, which RedisBloom reduces by division, and so do we).
+#[inline]
+pub fn reduce(index: u64, buckets: u64) -> u64 {
+    if buckets.is_power_of_two() {
+        index & (buckets - 1)
+    } else {
+        index % buckets
+    }
+}
+
 impl SubFilter {
-    /// A zeroed sub-filter (allocated lazily zeroed: no time spent writing it).
+    /// A zeroed sub-filter of `buckets` buckets (allocated lazily zeroed: no time spent
+    /// writing it).
     ///
     /// Errors: [`CuckooError::OutOfMemory`] when the table does not fit in memory.
     pub fn new(buckets: u64, bucket_size: u16) -> Result<SubFilter, CuckooError> {
@@ -116,7 +131,7 @@ impl SubFilter {
             .checked_mul(u64::from(bucket_size))
             .ok_or(CuckooError::OutOfMemory)?;
         let data = try_zeroed(bytes).map_err(|_| CuckooError::OutOfMemory)?;
-        Ok(SubFilter { buckets, data })
+        Ok(SubFilter { data })
     }
 
     /// Bytes of its table.
@@ -124,74 +139,67 @@ impl SubFilter {
         self.data.len() as u64
     }
 
+    /// Its bucket count, for the filter's `bucket_size` (1 or more).
+    pub fn buckets(&self, bucket_size: u16) -> u64 {
+        self.bytes() / u64::from(bucket_size.max(1))
+    }
+
     /// Whether every slot is empty.
     pub fn is_empty(&self) -> bool {
         self.data.iter().all(|&b| b == 0)
     }
 
-    /// Bucket `index` reduced to this sub-filter: `index % buckets` (a mask for the power
-    /// of two every filter made by a command has; a header loaded by `CF.LOADCHUNK` may give
-    /// other counts, which RedisBloom reduces by division, and so do we).
     #[inline]
-    pub fn reduce(&self, index: u64) -> u64 {
-        if self.buckets.is_power_of_two() {
-            index & (self.buckets - 1)
-        } else {
-            index % self.buckets
-        }
+    fn bucket_start(index: u64, b: Shape) -> usize {
+        (reduce(index, b.buckets) as usize) * b.size
     }
 
     #[inline]
-    fn bucket_start(&self, index: u64, bucket_size: usize) -> usize {
-        (self.reduce(index) as usize) * bucket_size
-    }
-
-    #[inline]
-    fn bucket(&self, index: u64, bucket_size: usize) -> &[u8] {
-        let s = self.bucket_start(index, bucket_size);
-        &self.data[s..s + bucket_size]
+    fn bucket(&self, index: u64, b: Shape) -> &[u8] {
+        let s = Self::bucket_start(index, b);
+        &self.data[s..s + b.size]
     }
 
     /// Index in `data` of the first empty slot of bucket `h1`, else of `h2`.
-    fn free_slot(&self, l: &Lookup, bucket_size: usize) -> Option<usize> {
+    fn free_slot(&self, l: &Lookup, b: Shape) -> Option<usize> {
         for h in [l.h1, l.h2] {
-            let s = self.bucket_start(h, bucket_size);
-            if let Some(i) = self.data[s..s + bucket_size].iter().position(|&b| b == 0) {
+            let s = Self::bucket_start(h, b);
+            if let Some(i) = self.data[s..s + b.size].iter().position(|&x| x == 0) {
                 return Some(s + i);
             }
         }
         None
     }
 
-    fn has(&self, l: &Lookup, bucket_size: usize) -> bool {
-        self.bucket(l.h1, bucket_size).contains(&l.fp)
-            || self.bucket(l.h2, bucket_size).contains(&l.fp)
+    fn has(&self, l: &Lookup, b: Shape) -> bool {
+        self.bucket(l.h1, b).contains(&l.fp) || self.bucket(l.h2, b).contains(&l.fp)
     }
 
-    fn count(&self, l: &Lookup, bucket_size: usize) -> u64 {
-        let c = |h| {
-            self.bucket(h, bucket_size)
-                .iter()
-                .filter(|&&b| b == l.fp)
-                .count() as u64
-        };
+    fn count(&self, l: &Lookup, b: Shape) -> u64 {
+        let c = |h| self.bucket(h, b).iter().filter(|&&x| x == l.fp).count() as u64;
         c(l.h1) + c(l.h2)
     }
 
     /// Clears the first slot holding the fingerprint, bucket `h1` before `h2`.
-    fn remove(&mut self, l: &Lookup, bucket_size: usize) -> bool {
+    fn remove(&mut self, l: &Lookup, b: Shape) -> bool {
         for h in [l.h1, l.h2] {
-            let s = self.bucket_start(h, bucket_size);
-            if let Some(i) = self.data[s..s + bucket_size]
-                .iter()
-                .position(|&b| b == l.fp)
-            {
+            let s = Self::bucket_start(h, b);
+            if let Some(i) = self.data[s..s + b.size].iter().position(|&x| x == l.fp) {
                 self.data[s + i] = 0;
                 return true;
             }
         }
         false
     }
+}
+
+/// A sub-filter's shape: its bucket count and the filter's bucket size.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Buckets of the sub-filter (at least 1).
+    pub buckets: u64,
+    /// Bytes (slots) per bucket.
+    pub size: usize,
 }
 
 /// What an insertion did.
@@ -232,8 +240,10 @@ pub struct Cuckoo {
     pub max_iterations: u16,
     /// Growth factor of the bucket count per sub-filter (a power of two, or 0: non-scaling).
     pub expansion: u16,
-    /// The sub-filters, oldest first; never empty.
-    pub filters: Vec<SubFilter>,
+    /// The sub-filters, oldest first; never empty. A boxed slice (16 bytes, no spare
+    /// capacity): with it the filter is 48 bytes, as RedisBloom's record with its allocator's
+    /// rounding.
+    pub filters: Box<[SubFilter]>,
 }
 
 /// The smallest power of two ≥ `n`, with RedisBloom's edge cases: 0 for 0 and for values
@@ -288,7 +298,7 @@ impl Cuckoo {
             bucket_size,
             max_iterations,
             expansion,
-            filters: vec![SubFilter::new(buckets, bucket_size)?],
+            filters: Box::new([SubFilter::new(buckets, bucket_size)?]),
         })
     }
 
@@ -298,6 +308,29 @@ impl Cuckoo {
         let growth = u64::from(self.expansion).checked_pow(u32::try_from(i).ok()?)?;
         let n = self.buckets.checked_mul(growth)?;
         (n > 0 && n <= MAX_BUCKETS).then_some(n)
+    }
+
+    /// The shape of sub-filter `i` (`f` = `filters[i]`): its bucket count, read from the
+    /// header for the first (no division) and from the table's length for the others.
+    #[inline]
+    pub fn shape_of(&self, i: usize, f: &SubFilter) -> Shape {
+        let buckets = if i == 0 {
+            self.buckets
+        } else {
+            f.buckets(self.bucket_size)
+        };
+        Shape {
+            buckets: buckets.max(1),
+            size: usize::from(self.bucket_size),
+        }
+    }
+
+    /// Bucket counts of the sub-filters, oldest first.
+    pub fn bucket_counts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.filters
+            .iter()
+            .enumerate()
+            .map(|(i, f)| self.shape_of(i, f).buckets)
     }
 
     /// Bytes of the next sub-filter growth would add (None when it cannot be added).
@@ -324,7 +357,7 @@ impl Cuckoo {
 
     /// The total bucket count over all sub-filters.
     pub fn total_buckets(&self) -> u64 {
-        self.filters.iter().map(|f| f.buckets).sum()
+        self.bucket_counts().sum()
     }
 
     /// Whether the item may be in the filter (`CF.EXISTS`).
@@ -334,8 +367,10 @@ impl Cuckoo {
 
     /// [`Cuckoo::contains`] of a prepared lookup.
     pub fn contains_lookup(&self, l: &Lookup) -> bool {
-        let bs = usize::from(self.bucket_size);
-        self.filters.iter().any(|f| f.has(l, bs))
+        self.filters
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.has(l, self.shape_of(i, f)))
     }
 
     /// How many slots hold the item's fingerprint in its two buckets of every sub-filter
@@ -346,8 +381,11 @@ impl Cuckoo {
 
     /// [`Cuckoo::count`] of a prepared lookup.
     pub fn count_lookup(&self, l: &Lookup) -> u64 {
-        let bs = usize::from(self.bucket_size);
-        self.filters.iter().map(|f| f.count(l, bs)).sum()
+        self.filters
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.count(l, self.shape_of(i, f)))
+            .sum()
     }
 
     /// Adds one copy of the item (`CF.ADD`; `unique`: `CF.ADDNX`, which adds nothing when
@@ -362,10 +400,11 @@ impl Cuckoo {
             return Insert::Exists;
         }
         loop {
-            let bs = usize::from(self.bucket_size);
-            for f in self.filters.iter_mut().rev() {
-                if let Some(i) = f.free_slot(l, bs) {
-                    f.data[i] = l.fp;
+            for i in (0..self.filters.len()).rev() {
+                let b = self.shape_of(i, &self.filters[i]);
+                let f = &mut self.filters[i];
+                if let Some(at) = f.free_slot(l, b) {
+                    f.data[at] = l.fp;
                     self.items += 1;
                     return Insert::Inserted;
                 }
@@ -382,12 +421,19 @@ impl Cuckoo {
                 _ => return Insert::CannotGrow,
             }
             let buckets = self.buckets_of(self.filters.len()).unwrap_or(0);
-            if self.filters.try_reserve(1).is_err() {
+            let mut filters = std::mem::take(&mut self.filters).into_vec();
+            let grown = filters.try_reserve_exact(1).is_ok()
+                && match SubFilter::new(buckets, self.bucket_size) {
+                    Ok(f) => {
+                        filters.push(f);
+                        true
+                    }
+                    Err(_) => false,
+                };
+            // With the exact reservation the vector has no spare capacity: no copy here.
+            self.filters = filters.into_boxed_slice();
+            if !grown {
                 return Insert::CannotGrow;
-            }
-            match SubFilter::new(buckets, self.bucket_size) {
-                Ok(f) => self.filters.push(f),
-                Err(_) => return Insert::CannotGrow,
             }
         }
     }
@@ -397,24 +443,26 @@ impl Cuckoo {
     fn evict_into_newest(&mut self, l: &Lookup) -> bool {
         let bs = u64::from(self.bucket_size);
         let iterations = self.max_iterations;
-        let Some(f) = self.filters.last_mut() else {
+        let Some(top) = self.filters.len().checked_sub(1) else {
             return false;
         };
+        let n = self.shape_of(top, &self.filters[top]).buckets;
+        let f = &mut self.filters[top];
         // Only a crafted header or value (an expansion that is not a power of two) gives a
         // sub-filter whose bucket count is not one; there a fingerprint's alternate bucket
         // cannot be computed from the bucket it sits in, so an eviction could move it where
         // lookups never look. No evictions there: the insertion grows or finds the filter full
         // instead (RedisBloom evicts and may lose items).
-        if !f.buckets.is_power_of_two() {
+        if !n.is_power_of_two() {
             return false;
         }
         let mut fp = l.fp;
         let mut victim: u64 = 0;
-        let mut index = f.reduce(l.h1);
+        let mut index = reduce(l.h1, n);
         for _ in 0..iterations {
             let at = (index * bs + victim) as usize;
             std::mem::swap(&mut f.data[at], &mut fp);
-            index = f.reduce(alt_index(fp, index));
+            index = reduce(alt_index(fp, index), n);
             let s = (index * bs) as usize;
             if let Some(i) = f.data[s..s + bs as usize].iter().position(|&b| b == 0) {
                 f.data[s + i] = fp;
@@ -424,7 +472,7 @@ impl Cuckoo {
         }
         for _ in 0..iterations {
             victim = (victim + bs - 1) % bs;
-            index = f.reduce(alt_index(fp, index));
+            index = reduce(alt_index(fp, index), n);
             let at = (index * bs + victim) as usize;
             std::mem::swap(&mut f.data[at], &mut fp);
         }
@@ -440,9 +488,9 @@ impl Cuckoo {
 
     /// [`Cuckoo::delete`] of a prepared lookup.
     pub fn delete_lookup(&mut self, l: &Lookup) -> (bool, Vec<SubFilter>) {
-        let bs = usize::from(self.bucket_size);
         for i in (0..self.filters.len()).rev() {
-            if self.filters[i].remove(l, bs) {
+            let b = self.shape_of(i, &self.filters[i]);
+            if self.filters[i].remove(l, b) {
                 self.items = self.items.wrapping_sub(1);
                 self.deletes = self.deletes.wrapping_add(1);
                 let freed =
@@ -467,9 +515,12 @@ impl Cuckoo {
         while i > 1 {
             let ok = self.compact_one(i - 1);
             if ok && i - 1 == self.filters.len() - 1 {
-                if let Some(f) = self.filters.pop() {
+                let mut filters = std::mem::take(&mut self.filters).into_vec();
+                if let Some(f) = filters.pop() {
                     freed.push(f);
                 }
+                // Shrinks the allocation to the sub-filters left, as RedisBloom's realloc.
+                self.filters = filters.into_boxed_slice();
             }
             if !ok && !keep_going {
                 break;
@@ -483,10 +534,14 @@ impl Cuckoo {
     /// Moves every fingerprint of sub-filter `at` it can into older ones; true when all moved.
     fn compact_one(&mut self, at: usize) -> bool {
         let bs = usize::from(self.bucket_size);
+        let shapes: Vec<Shape> = (0..=at)
+            .map(|i| self.shape_of(i, &self.filters[i]))
+            .collect();
+        let cur_shape = shapes[at];
         let (older, rest) = self.filters.split_at_mut(at);
         let cur = &mut rest[0];
         let mut all = true;
-        for bucket in 0..cur.buckets {
+        for bucket in 0..cur_shape.buckets {
             for slot in 0..bs {
                 let at_slot = bucket as usize * bs + slot;
                 let fp = cur.data[at_slot];
@@ -502,13 +557,13 @@ impl Cuckoo {
                 // A fingerprint can only move to a sub-filter whose buckets it can find from
                 // the bucket it is in: both counts powers of two, the older one not larger
                 // (always so but for crafted headers or values, see `evict_into_newest`).
-                let movable = |f: &SubFilter| {
-                    cur.buckets.is_power_of_two()
-                        && f.buckets.is_power_of_two()
-                        && f.buckets <= cur.buckets
+                let movable = |b: &Shape| {
+                    cur_shape.buckets.is_power_of_two()
+                        && b.buckets.is_power_of_two()
+                        && b.buckets <= cur_shape.buckets
                 };
-                for f in older.iter_mut().filter(|f| movable(f)) {
-                    if let Some(i) = f.free_slot(&l, bs) {
+                for (f, b) in older.iter_mut().zip(&shapes).filter(|(_, b)| movable(b)) {
+                    if let Some(i) = f.free_slot(&l, *b) {
                         f.data[i] = fp;
                         cur.data[at_slot] = 0;
                         moved = true;
@@ -527,6 +582,14 @@ impl Cuckoo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Per-filter memory: the filter is 48 bytes and a sub-filter 16, which the allocator
+    /// rounds as RedisBloom's 40-byte filter and 16-byte sub-filter records.
+    #[test]
+    fn struct_sizes() {
+        assert_eq!(std::mem::size_of::<Cuckoo>(), 48);
+        assert_eq!(std::mem::size_of::<SubFilter>(), 16);
+    }
 
     #[test]
     fn next_pow2_edges() {

@@ -23,8 +23,8 @@ pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
     w.write_unsigned(u64::from(cf.bucket_size));
     w.write_unsigned(u64::from(cf.max_iterations));
     w.write_unsigned(u64::from(cf.expansion));
-    for f in &cf.filters {
-        w.write_unsigned(f.buckets);
+    for (f, n) in cf.filters.iter().zip(cf.bucket_counts()) {
+        w.write_unsigned(n);
         w.write_bytes(&f.data);
     }
 }
@@ -78,7 +78,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         bucket_size,
         max_iterations,
         expansion,
-        filters: Vec::new(),
+        filters: Box::new([]),
     };
     for i in 0..count {
         let n = if encver < 4 {
@@ -95,7 +95,6 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         }
         filters.try_reserve(1).map_err(|_| DecodeError)?;
         filters.push(SubFilter {
-            buckets: n,
             data: data.into_boxed_slice(),
         });
     }
@@ -106,7 +105,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         bucket_size,
         max_iterations,
         expansion,
-        filters,
+        filters: filters.into_boxed_slice(),
     })
 }
 
@@ -170,7 +169,7 @@ mod tests {
             max_expansion: u16::MAX,
         };
         let cf = super::super::dump::decode_header(&h, limits, u64::MAX).unwrap();
-        let sizes: Vec<u64> = cf.filters.iter().map(|f| f.buckets).collect();
+        let sizes: Vec<u64> = cf.bucket_counts().collect();
         assert_eq!(sizes, [4, 12, 36]);
         let mut w = Values::default();
         save(&cf, &mut w);
@@ -205,6 +204,6 @@ mod tests {
             (2, 20, 1, 0)
         );
         assert_eq!(cf.filters.len(), 2);
-        assert_eq!(cf.filters[1].buckets, 4);
+        assert_eq!(cf.filters[1].buckets(cf.bucket_size), 4);
     }
 }

@@ -227,14 +227,13 @@ pub fn worth_prefetching(cf: &Cuckoo) -> bool {
 /// waiting: a hint that changes no result.
 #[inline]
 pub fn prefetch(cf: &Cuckoo, l: &cuckoo::Lookup) {
-    let bs = usize::from(cf.bucket_size);
-    for f in cf
-        .filters
-        .iter()
-        .filter(|f| f.bytes() >= PREFETCH_MIN_BYTES)
-    {
+    for (i, f) in cf.filters.iter().enumerate() {
+        if f.bytes() < PREFETCH_MIN_BYTES {
+            continue;
+        }
+        let b = cf.shape_of(i, f);
         for h in [l.h1, l.h2] {
-            prefetch_byte(&f.data, f.reduce(h) as usize * bs);
+            prefetch_byte(&f.data, cuckoo::reduce(h, b.buckets) as usize * b.size);
         }
     }
 }

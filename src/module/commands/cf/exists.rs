@@ -2,8 +2,7 @@
 //! As RedisBloom, a missing key **and a key of another type** answer 0 for every item,
 //! without an error. EXISTS / MEXISTS answer booleans in RESP3, COUNT integers.
 
-use super::common::{prefetch, worth_prefetching, LOOKUPS_IN_FLIGHT};
-use crate::bloom::cuckoo::{Cuckoo, Lookup as Item};
+use crate::bloom::cuckoo::{batch, Cuckoo};
 use crate::module::args::Arg;
 use crate::module::cuckoo_type::lookup;
 use crate::module::reply::{send_array_header, send_bool, Reply};
@@ -34,23 +33,14 @@ pub fn cf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
     send_array_header(ctx, items.len());
     match filter_of(&key) {
         None => items.iter().for_each(|_| send_bool(ctx, false)),
-        Some(cf) if worth_prefetching(cf) => {
-            // A big filter: each group of items is hashed and its buckets prefetched before
-            // any is read, so that their cache misses overlap.
-            for group in items.chunks(LOOKUPS_IN_FLIGHT) {
-                let mut lookups = [Item::from_hash(0); LOOKUPS_IN_FLIGHT];
-                for (l, item) in lookups.iter_mut().zip(group) {
-                    *l = Item::of(item.as_slice());
-                    prefetch(cf, l);
-                }
-                for l in &lookups[..group.len()] {
-                    send_bool(ctx, cf.contains_lookup(l));
-                }
-            }
-        }
-        Some(cf) => items.iter().for_each(|item| {
-            send_bool(ctx, cf.contains_lookup(&Item::of(item.as_slice())));
-        }),
+        // Hashed a part at a time, then answered with the buckets of the items ahead prefetched
+        // in every big sub-filter, so that their cache misses overlap (`cuckoo::batch`).
+        Some(cf) => batch::contains_each(
+            cf,
+            items.len(),
+            |i| items[i].as_slice(),
+            |_, present| send_bool(ctx, present),
+        ),
     }
     Reply::Sent
 }
