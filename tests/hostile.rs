@@ -588,44 +588,70 @@ impl Kind {
         }
     }
 
-    /// Every command of the kind on a key holding a valid filter (`{k}` the key, `{p}` a probe
-    /// item, `{e}` an empty item), with the reply each must get.
-    fn exercise(self) -> &'static [(&'static str, Want)] {
-        match self {
-            Kind::Bloom => &[
-                ("TYPE {k}", Want::Type),
-                ("BF.EXISTS {k} {p}", Want::Int),
-                ("BF.MEXISTS {k} a {p} {e}", Want::Array),
-                ("BF.ADD {k} {p}", Want::Add),
-                ("BF.EXISTS {k} {p}", Want::IfAdded(1)),
-                ("BF.INFO {k}", Want::Array),
-                ("BF.CARD {k}", Want::Int),
-                ("BF.DEBUG {k}", Want::Array),
-                ("BF.SCANDUMP {k} 0", Want::Array),
-                ("BF.SCANDUMP {k} 1", Want::Array),
-                ("MEMORY USAGE {k}", Want::Int),
-                ("DUMP {k}", Want::Dump),
-            ],
-            Kind::Cuckoo => &[
-                ("TYPE {k}", Want::Type),
-                ("CF.EXISTS {k} {p}", Want::Int),
-                ("CF.MEXISTS {k} a {p} {e}", Want::Array),
-                ("CF.COUNT {k} {p}", Want::Int),
-                ("CF.ADD {k} {p}", Want::Add),
-                ("CF.EXISTS {k} {p}", Want::IfAdded(1)),
-                ("CF.ADDNX {k} {p}", Want::IfAdded(0)),
-                ("CF.INSERT {k} ITEMS a {e}", Want::Items),
-                ("CF.INSERTNX {k} NOCREATE ITEMS a b", Want::Items),
-                ("CF.INFO {k}", Want::Array),
-                ("CF.DEBUG {k}", Want::Bulk),
-                ("CF.SCANDUMP {k} 0", Want::Array),
-                ("CF.SCANDUMP {k} 1", Want::Array),
-                ("CF.RESERVE {k} 100", Want::Error("ERR item exists")),
-                ("CF.DEL {k} {p}", Want::IfAdded(1)),
-                ("CF.COMPACT {k}", Want::Ok),
-                ("MEMORY USAGE {k}", Want::Int),
-                ("DUMP {k}", Want::Dump),
-            ],
+    /// The kind's lines of [`EXERCISE`]: the lines for every kind (`{F}` its family, BF or CF)
+    /// and its own (`bloom:`, `cuckoo:`), as `(command line, reply)`.
+    fn exercise(self) -> Vec<(String, Want)> {
+        let (own, family) = match self {
+            Kind::Bloom => ("bloom: ", "BF"),
+            Kind::Cuckoo => ("cuckoo: ", "CF"),
+        };
+        common::step_lines(EXERCISE)
+            .filter_map(|(line, want)| {
+                let line = match line.split_once(": ") {
+                    Some((_, rest)) if line.starts_with(own) => rest,
+                    Some(_) => return None,
+                    None => line,
+                };
+                Some((line.replace("{F}", family), Want::of(want)))
+            })
+            .collect()
+    }
+}
+
+/// Every command on a key holding a valid filter, with the reply each must get ([`Want::of`]):
+/// `{F}` the kind's family (BF, CF), `{k}` the key, `{p}` a probe item, `{e}` an empty item;
+/// a line starting `bloom:` or `cuckoo:` is that kind's only.
+const EXERCISE: &str = r#"
+    TYPE {k}                                      -> type
+    {F}.EXISTS {k} {p}                            -> int
+    {F}.MEXISTS {k} a {p} {e}                     -> array
+    cuckoo: CF.COUNT {k} {p}                      -> int
+    {F}.ADD {k} {p}                               -> add
+    {F}.EXISTS {k} {p}                            -> 1 if added
+    cuckoo: CF.ADDNX {k} {p}                      -> 0 if added
+    cuckoo: CF.INSERT {k} ITEMS a {e}             -> items
+    cuckoo: CF.INSERTNX {k} NOCREATE ITEMS a b    -> items
+    {F}.INFO {k}                                  -> array
+    bloom: BF.CARD {k}                            -> int
+    bloom: BF.DEBUG {k}                           -> array
+    cuckoo: CF.DEBUG {k}                          -> bulk
+    {F}.SCANDUMP {k} 0                            -> array
+    {F}.SCANDUMP {k} 1                            -> array
+    cuckoo: CF.RESERVE {k} 100                    -> (error) ERR item exists
+    cuckoo: CF.DEL {k} {p}                        -> 1 if added
+    cuckoo: CF.COMPACT {k}                        -> OK
+    MEMORY USAGE {k}                              -> int
+    DUMP {k}                                      -> dump
+"#;
+
+impl Want {
+    /// The reply a line of [`Kind::exercise`] names: `type`, `int`, `array`, `bulk`, `OK`,
+    /// `add`, `N if added`, `items`, `dump`, or `(error) TEXT`.
+    fn of(text: &'static str) -> Want {
+        match text {
+            "type" => Want::Type,
+            "int" => Want::Int,
+            "array" => Want::Array,
+            "bulk" => Want::Bulk,
+            "OK" => Want::Ok,
+            "add" => Want::Add,
+            "items" => Want::Items,
+            "dump" => Want::Dump,
+            t => match (t.strip_prefix("(error) "), t.strip_suffix(" if added")) {
+                (Some(e), _) => Want::Error(e),
+                (_, Some(n)) => Want::IfAdded(n.parse().expect("N if added")),
+                _ => panic!("unknown reply {t:?}"),
+            },
         }
     }
 }
@@ -637,7 +663,7 @@ fn exercise_key(con: &mut Connection, kind: Kind, key: &[u8], n: u64) -> Result<
     let probe = format!("probe:{n}").into_bytes();
     let steps = kind.exercise();
     let mut p = redis::pipe();
-    for (line, _) in steps {
+    for (line, _) in &steps {
         let mut words = line.split(' ');
         p.cmd(words.next().unwrap());
         for w in words {
@@ -917,15 +943,14 @@ fn make_cuckoo_seeds(con: &mut Connection) -> Vec<Vec<u8>> {
         let v = raw(con, redis::cmd(&c[0]).arg(&c[1..]));
         assert!(err_of(&v).is_none(), "{c:?}: {v:?}");
     }
-    // Expansion 3 as a header keeps it: sub-filters of 4, 12 and 36 buckets, filled by the core.
+    // Expansion 3 as a header keeps it: c6's header with sub-filters of 2, 6, 18 and 54
+    // buckets (of 3), filled by the core.
+    let c6 = walk_of(con, Kind::Cuckoo, b"c6");
     let h = cuckoo_dump::Header {
-        items: 0,
-        buckets: 4,
-        deletes: 0,
-        filters: 3,
-        bucket_size: 2,
-        max_iterations: 20,
+        buckets: 2,
+        filters: 4,
         expansion: 3,
+        ..cuckoo_dump::parse_header(&c6[0].1).unwrap()
     };
     let limits = cuckoo_dump::HeaderLimits {
         max_expansion: u16::MAX,
@@ -2517,20 +2542,6 @@ fn no_leak_after_10000_filters() {
                     p.arg("ITEMS").arg(&items).arg("x");
                     count += 1;
                 }
-                3 => {
-                    for (it, d) in &tpl_walk {
-                        p.cmd("BF.LOADCHUNK").arg(k).arg(*it).arg(d.as_slice());
-                        count += 1;
-                    }
-                }
-                4 => {
-                    p.cmd("RESTORE").arg(k).arg(0).arg(tpl_dump.as_slice());
-                    count += 1;
-                }
-                5 => {
-                    p.cmd("COPY").arg("tpl").arg(k);
-                    count += 1;
-                }
                 // Cuckoo filters: the same ways of making one, and deletions.
                 6 => {
                     let bucket_size = [1, 2, 4][rng.below(3) as usize];
@@ -2567,19 +2578,30 @@ fn no_leak_after_10000_filters() {
                         .arg("x");
                     count += 1;
                 }
-                9 => {
-                    for (it, d) in &ctpl_walk {
-                        p.cmd("CF.LOADCHUNK").arg(k).arg(*it).arg(d.as_slice());
-                        count += 1;
+                // A copy of a template, of the kind of the case: LOADCHUNK of its SCANDUMP
+                // walk, RESTORE of its DUMP, COPY (3, 4, 5: Bloom; 9, 10, 11: cuckoo).
+                n => {
+                    let (tpl, walk, dump, loadchunk) = if n < 6 {
+                        ("tpl", &tpl_walk, &tpl_dump, "BF.LOADCHUNK")
+                    } else {
+                        ("ctpl", &ctpl_walk, &ctpl_dump, "CF.LOADCHUNK")
+                    };
+                    match n % 3 {
+                        0 => {
+                            for (it, d) in walk {
+                                p.cmd(loadchunk).arg(k).arg(*it).arg(d.as_slice());
+                                count += 1;
+                            }
+                        }
+                        1 => {
+                            p.cmd("RESTORE").arg(k).arg(0).arg(dump.as_slice());
+                            count += 1;
+                        }
+                        _ => {
+                            p.cmd("COPY").arg(tpl).arg(k);
+                            count += 1;
+                        }
                     }
-                }
-                10 => {
-                    p.cmd("RESTORE").arg(k).arg(0).arg(ctpl_dump.as_slice());
-                    count += 1;
-                }
-                _ => {
-                    p.cmd("COPY").arg("ctpl").arg(k);
-                    count += 1;
                 }
             }
         }
