@@ -1,14 +1,17 @@
-//! Memory pressure: a new filter or layer is a write like any other. Under an eviction policy
-//! Redis evicts and the write succeeds unless it can never fit; under `noeviction` what would
-//! cross `maxmemory` is refused; a LOADCHUNK header refused for memory says so; and batches do
-//! not hold copies of their items (peak RSS, `VmHWM`).
+//! Memory pressure: a new filter, layer or sub-filter is a write like any other, for Bloom
+//! (BF.*) and cuckoo (CF.*) filters alike (the tests loop over [`KINDS`]). Under an eviction
+//! policy Redis evicts and the write succeeds unless it can never fit; under `noeviction`
+//! Redis' OOM error refuses new filters once past `maxmemory`, and what would cross it is
+//! refused; a LOADCHUNK header refused for memory answers as a bad header does
+//! (RedisBloom's text for each kind); and batches (BF.MADD, CF.INSERT) and implicit creations
+//! do not hold copies of their items (peak RSS, `VmHWM`).
 //!
 //! Needs `cargo build --release` first.
 
 mod common;
 
 use common::{config_set, info_num, proc_number, proc_vm_bytes, Server};
-use redis::{Connection, Value};
+use redis::{Connection, ConnectionLike, Value};
 
 const NO_MEMORY: &str = "Insufficient memory to create filter";
 
@@ -34,9 +37,14 @@ fn fill(con: &mut Connection, n: usize) {
     }
 }
 
+/// The exact text of the error reply `r` must be (what follows the `-`).
 fn error_text(r: redis::RedisResult<Value>) -> String {
     match r {
-        Err(e) => e.to_string(),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            (Some(code), None) => code.to_string(),
+            _ => e.to_string(),
+        },
         Ok(v) => panic!("expected an error, got {v:?}"),
     }
 }
@@ -44,6 +52,121 @@ fn error_text(r: redis::RedisResult<Value>) -> String {
 /// A reply of 1 / true (RESP2 integer).
 fn is_one(v: &Value) -> bool {
     matches!(v, Value::Int(1))
+}
+
+/// What the tests run for each filter kind, as command lines (`{k}` the key, `{n}` a
+/// capacity).
+struct Kind {
+    name: &'static str,
+    /// Adds one item to `{k}`, creating the filter when missing (answers 1).
+    add: &'static str,
+    /// Adds the items that follow to `{k}` (one reply per item, 1 when added).
+    add_many: &'static str,
+    /// Creates `{k}` for `{n}` items: about 1.2 bytes an item (Bloom, 1%), at least 1 byte
+    /// (cuckoo: `next_pow2(n / 2)` buckets of 2).
+    reserve: &'static str,
+    /// Creates `{k}` with two items (answers `[1, 1]`).
+    insert_new: &'static str,
+    /// A filter of about 10 items whose next array is big: a 431 KB layer (Bloom, expansion
+    /// 20 000), a 256 KiB sub-filter (cuckoo: 8 buckets of 1, then 262 144 with expansion
+    /// 32 768).
+    reserve_grow: &'static str,
+    /// The command that tells `{k}`'s arrays ([`arrays`] reads its reply).
+    arrays: &'static str,
+    /// What an add answers when the growth it needs is refused for memory.
+    growth_refused: &'static str,
+    /// About 50 KB of array: 55 KB (Bloom), 48 KiB (cuckoo, 16 384 buckets of 3).
+    reserve_mid: &'static str,
+    /// What a LOADCHUNK header answers when its arrays are refused for memory (each kind as
+    /// RedisBloom answers: it cannot tell that from a bad header), and a corrupt one.
+    header_refused: &'static str,
+    header_corrupt: &'static str,
+}
+
+const KINDS: [Kind; 2] = [
+    Kind {
+        name: "bloom",
+        add: "BF.ADD {k}",
+        add_many: "BF.MADD {k}",
+        reserve: "BF.RESERVE {k} 0.01 {n}",
+        insert_new: "BF.INSERT {k} CAPACITY 100000 ITEMS a b",
+        reserve_grow: "BF.RESERVE {k} 0.001 10 EXPANSION 20000",
+        arrays: "BF.INFO {k} FILTERS",
+        growth_refused: "ERR problem inserting into filter",
+        reserve_mid: "BF.RESERVE {k} 0.01 40000",
+        header_refused: "ERR received bad data",
+        header_corrupt: "ERR received bad data",
+    },
+    Kind {
+        name: "cuckoo",
+        add: "CF.ADD {k}",
+        add_many: "CF.INSERT {k} ITEMS",
+        reserve: "CF.RESERVE {k} {n}",
+        insert_new: "CF.INSERT {k} CAPACITY 100000 ITEMS a b",
+        reserve_grow: "CF.RESERVE {k} 8 BUCKETSIZE 1 EXPANSION 32768",
+        arrays: "CF.DEBUG {k}",
+        growth_refused: "ERR Insufficient memory",
+        reserve_mid: "CF.RESERVE {k} 49152 BUCKETSIZE 3",
+        header_refused: "Couldn't create filter!",
+        header_corrupt: "Invalid header",
+    },
+];
+
+impl Kind {
+    /// `line` with its key (and capacity) filled in.
+    fn line(&self, line: &str, key: &str, n: u64) -> redis::Cmd {
+        common::cmd(line.replace("{k}", key).replace("{n}", &n.to_string()))
+    }
+
+    /// The kind's command `name` (`SCANDUMP` → `BF.SCANDUMP` / `CF.SCANDUMP`).
+    fn cmd(&self, name: &str) -> String {
+        format!("{}{name}", &self.add[..3])
+    }
+
+    /// The SCANDUMP walk of `key`: `(iterator, bytes)` from the header to the last chunk.
+    fn walk(&self, con: &mut Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
+        let mut out = Vec::new();
+        loop {
+            let at = out.last().map_or(0, |(n, _)| *n);
+            let (next, data): (i64, Option<Vec<u8>>) = redis::cmd(&self.cmd("SCANDUMP"))
+                .arg(key)
+                .arg(at)
+                .query(con)
+                .unwrap();
+            match data {
+                Some(d) if next != 0 => out.push((next, d)),
+                _ => return out,
+            }
+        }
+    }
+}
+
+/// The number of arrays (layers, sub-filters) in the reply of a [`Kind::arrays`] command:
+/// `[n]` (BF.INFO FILTERS) or `… filters:n …` (CF.DEBUG).
+fn arrays(v: &Value) -> i64 {
+    match v {
+        Value::Array(a) if a.len() == 1 => match a[0] {
+            Value::Int(n) => n,
+            _ => panic!("{v:?}"),
+        },
+        Value::BulkString(b) => String::from_utf8_lossy(b)
+            .split(' ')
+            .find_map(|f| f.strip_prefix("filters:"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{v:?}")),
+        _ => panic!("{v:?}"),
+    }
+}
+
+/// Sends one command, keeping error replies (also inside arrays) as `Value::ServerError`.
+fn raw(con: &mut Connection, cmd: &redis::Cmd) -> Value {
+    match con.req_command(cmd) {
+        Ok(v) => v,
+        Err(e) if e.code().is_some() => {
+            Value::ServerError(redis::ServerError::try_from(e).expect("server error"))
+        }
+        Err(e) => panic!("I/O error: {e}"),
+    }
 }
 
 /// Fills 10 000 strings (about 11 MB), then sets `policy` and a `maxmemory` 1 MiB under
@@ -67,57 +190,52 @@ fn eviction_policies_treat_new_filters_as_writes() {
         "allkeys-random",
     ] {
         let (_s, mut con, max) = full_cache(policy);
-        // 1000 new keys by BF.ADD, pipelined: every one is created (Redis evicts strings).
-        let mut p = redis::pipe();
-        for i in 0..1000 {
-            p.cmd("BF.ADD").arg(format!("user:{i}")).arg("item");
+        for k in &KINDS {
+            let what = format!("{policy}, {}", k.name);
+            // 1000 new keys by an add, pipelined: every one is created (Redis evicts strings).
+            let mut p = redis::pipe();
+            for i in 0..1000 {
+                p.add_command(k.line(k.add, &format!("{}:{i}", k.name), 0))
+                    .arg("item");
+            }
+            let replies: Vec<Value> = p.query(&mut con).unwrap();
+            let ok = replies.iter().filter(|v| is_one(v)).count();
+            assert_eq!(ok, 1000, "{what}: new-key add refused: {:?}", replies[0]);
+            // A 2.6 MB Bloom / 2 MiB cuckoo filter (large: the exact budget is read), and an
+            // INSERT on a new key.
+            let r: String = k
+                .line(k.reserve, &format!("{}:big", k.name), 2_000_000)
+                .query(&mut con)
+                .unwrap_or_else(|e| panic!("{what}: a 2 MB filter refused: {e}"));
+            assert_eq!(r, "OK");
+            let r: Vec<i64> = k
+                .line(k.insert_new, &format!("{}:ins", k.name), 0)
+                .query(&mut con)
+                .unwrap_or_else(|e| panic!("{what}: INSERT refused: {e}"));
+            assert_eq!(r, vec![1, 1]);
+            // Growth into a 431 KB layer / 256 KiB sub-filter (above the small-array threshold):
+            // a filter of about 10 items takes 20. In one transaction, so that Redis evicts
+            // before it and not in between (allkeys policies may evict the new filter itself).
+            let key = format!("{}:grow", k.name);
+            let items: Vec<String> = (0..20).map(|i| format!("g{i}")).collect();
+            let (r, layers): (Vec<Value>, Value) = redis::pipe()
+                .atomic()
+                .add_command(k.line(k.reserve_grow, &key, 0))
+                .ignore()
+                .add_command(k.line(k.add_many, &key, 0))
+                .arg(&items)
+                .add_command(k.line(k.arrays, &key, 0))
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(r, vec![Value::Int(1); 20], "{what}: growth refused");
+            assert_eq!(arrays(&layers), 2, "{what}");
+            // What can never fit is still refused: an array larger than maxmemory itself.
+            let e = error_text(
+                k.line(k.reserve, &format!("{}:huge", k.name), max) // ≥ 1 byte an item
+                    .query(&mut con),
+            );
+            assert!(e.contains(NO_MEMORY), "{what}: {e}");
         }
-        let replies: Vec<Value> = p.query(&mut con).unwrap();
-        let ok = replies.iter().filter(|v| is_one(v)).count();
-        assert_eq!(
-            ok, 1000,
-            "{policy}: new-key BF.ADD refused: {:?}",
-            replies[0]
-        );
-        // A 2.6 MB filter (large: the exact budget is read) and BF.INSERT on a new key.
-        let r: String = common::cmd("BF.RESERVE big 0.01 2000000")
-            .query(&mut con)
-            .unwrap_or_else(|e| panic!("{policy}: BF.RESERVE of 2.6 MB refused: {e}"));
-        assert_eq!(r, "OK");
-        let r: Vec<i64> = common::cmd("BF.INSERT ins CAPACITY 100000 ITEMS a b")
-            .query(&mut con)
-            .unwrap_or_else(|e| panic!("{policy}: BF.INSERT refused: {e}"));
-        assert_eq!(r, vec![1, 1]);
-        // Growth into a 312 KB layer (above the small-array threshold): a filter of 10 items
-        // with expansion 20 000 takes 20 items. In one transaction, so that Redis evicts before
-        // it and not in between (allkeys policies may evict the new filter itself).
-        let items: Vec<String> = (0..20).map(|i| format!("g{i}")).collect();
-        let (r, layers): (Vec<Value>, Vec<i64>) = redis::pipe()
-            .atomic()
-            .cmd("BF.RESERVE")
-            .arg("grow")
-            .arg(0.01)
-            .arg(10)
-            .arg("EXPANSION")
-            .arg(20_000)
-            .ignore()
-            .cmd("BF.MADD")
-            .arg("grow")
-            .arg(&items)
-            .cmd("BF.INFO")
-            .arg("grow")
-            .arg("FILTERS")
-            .query(&mut con)
-            .unwrap();
-        assert_eq!(r, vec![Value::Int(1); 20], "{policy}: growth refused");
-        assert_eq!(layers, vec![2], "{policy}");
-        // What can never fit is still refused: an array larger than maxmemory itself.
-        let e = error_text(
-            common::cmd("BF.RESERVE huge 0.01")
-                .arg(max) // about 1.2 bytes an item: larger than maxmemory
-                .query(&mut con),
-        );
-        assert!(e.contains(NO_MEMORY), "{policy}: {e}");
         let evicted = info_num(&mut con, "stats", "evicted_keys");
         assert!(evicted > 0, "{policy}: nothing evicted");
         assert!(
@@ -127,105 +245,184 @@ fn eviction_policies_treat_new_filters_as_writes() {
     }
 }
 
+/// Under `noeviction`, once `used_memory` is past `maxmemory`, every command that makes a
+/// filter gets Redis' own OOM error before it runs (they are flagged `deny-oom`) and creates
+/// nothing; reads still answer.
 #[test]
-fn noeviction_refuses_what_would_cross_maxmemory() {
-    let s = Server::start();
-    let mut con = s.conn();
-    // A full filter of 10 items about to grow into a 431 KB layer.
-    let _: String = common::cmd("BF.RESERVE grow 0.001 10 EXPANSION 20000")
-        .query(&mut con)
-        .unwrap();
-    let items: Vec<String> = (0..10).map(|i| format!("g{i}")).collect();
-    let r: Vec<i64> = common::cmd("BF.MADD grow")
-        .arg(&items)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(r, vec![1; 10]);
-    config_set(&mut con, "maxmemory-policy", "noeviction");
-    let max = used_memory(&mut con) + 150_000;
-    config_set(&mut con, "maxmemory", &max.to_string());
-
-    // Small new filters still fit.
-    let r: i64 = common::cmd("BF.ADD small a").query(&mut con).unwrap();
-    assert_eq!(r, 1);
-    // A 2.6 MB filter would cross the limit.
-    let e = error_text(common::cmd("BF.RESERVE big 0.01 2000000").query(&mut con));
-    assert!(e.contains(NO_MEMORY), "{e}");
-    // The growth too: the item is refused, the filter unchanged.
-    let e = error_text(common::cmd("BF.ADD grow").arg("one more").query(&mut con));
-    assert!(e.contains("problem inserting into filter"), "{e}");
-    let r: Vec<Value> = common::cmd("BF.INFO grow FILTERS").query(&mut con).unwrap();
-    assert_eq!(r, vec![Value::Int(1)]);
-    // Near the limit small arrays are checked exactly: 55 KB fits in the ~150 KB left once,
-    // not three times.
-    let mut results = Vec::new();
-    for i in 0..3 {
-        results.push(
-            redis::cmd("BF.RESERVE")
-                .arg(format!("mid{i}"))
-                .arg(0.01)
-                .arg(40_000)
-                .query::<String>(&mut con)
-                .map_err(|e| e.to_string()),
-        );
-    }
-    assert_eq!(results[0], Ok("OK".to_string()), "{results:?}");
-    assert!(
-        results[2].as_ref().is_err_and(|e| e.contains(NO_MEMORY)),
-        "{results:?}"
+fn noeviction_past_maxmemory_refuses_new_filters_with_oom() {
+    let (_s, mut con, _) = full_cache("noeviction");
+    let mut t = common::Steps::on(_s.conn());
+    t.steps(
+        r#"
+        BF.ADD b1 x                         -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        BF.RESERVE b2 0.01 100              -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        BF.INSERT b3 ITEMS x                -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        CF.ADD c1 x                         -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        CF.ADDNX c2 x                       -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        CF.RESERVE c3 100                   -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        CF.INSERT c4 ITEMS x                -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        CF.INSERTNX c5 CAPACITY 10 ITEMS x  -> (error) OOM command not allowed when used memory > 'maxmemory'.
+        EXISTS b1 b2 b3 c1 c2 c3 c4 c5      -> 0
+        CF.EXISTS c1 x                      -> 0
+        BF.EXISTS b1 x                      -> 0
+        "#,
     );
-    assert!(used_memory(&mut con) <= max, "crossed maxmemory");
-    // Refusals are not evictions: nothing was evicted.
+    drop(t);
     assert_eq!(info_num(&mut con, "stats", "evicted_keys"), 0);
 }
 
-/// The SCANDUMP of a filter of `capacity` at 0.01: header, then chunks.
-fn dump_of(con: &mut Connection, key: &str, capacity: u64) -> Vec<(i64, Vec<u8>)> {
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg(key)
-        .arg(0.01)
-        .arg(capacity)
-        .query(con)
-        .unwrap();
-    let _: i64 = redis::cmd("BF.ADD").arg(key).arg("x").query(con).unwrap();
-    let dump = common::scandump(con, key.as_bytes());
+#[test]
+fn noeviction_refuses_what_would_cross_maxmemory() {
+    for k in &KINDS {
+        let s = Server::start();
+        let mut con = s.conn();
+        // A filter of about 10 items about to grow into a 431 KB layer / 256 KiB sub-filter.
+        let _: String = k.line(k.reserve_grow, "grow", 0).query(&mut con).unwrap();
+        config_set(&mut con, "maxmemory-policy", "noeviction");
+        // Redis' first call of each command allocates its latency histogram (about 25 KB,
+        // `latency-tracking`): the commands below and CONFIG SET take about 100 KB of the
+        // room left besides the filters.
+        let max = used_memory(&mut con) + 250_000;
+        config_set(&mut con, "maxmemory", &max.to_string());
+
+        // Small new filters still fit.
+        let r: i64 = k.line(k.add, "small", 0).arg("a").query(&mut con).unwrap();
+        assert_eq!(r, 1, "{}", k.name);
+        // A 2.6 MB / 2 MiB filter would cross the limit.
+        let e = error_text(k.line(k.reserve, "big", 2_000_000).query(&mut con));
+        assert!(e.contains(NO_MEMORY), "{}: {e}", k.name);
+        // The growth too: the items past the first array's room are refused, the filter keeps
+        // one array, and a refused item is refused again.
+        let items: Vec<String> = (0..30).map(|i| format!("g{i}")).collect();
+        let r = raw(&mut con, k.line(k.add_many, "grow", 0).arg(&items));
+        let Value::Array(r) = r else {
+            panic!("{}: {r:?}", k.name)
+        };
+        let refused: Vec<&String> = items
+            .iter()
+            .zip(&r)
+            .filter(|(_, v)| !is_one(v))
+            .map(|(i, _)| i)
+            .collect();
+        assert!(refused.len() >= 20, "{}: {r:?}", k.name);
+        let layers = raw(&mut con, &k.line(k.arrays, "grow", 0));
+        assert_eq!(arrays(&layers), 1, "{}", k.name);
+        let e = error_text(
+            k.line(k.add, "grow", 0)
+                .arg(refused.last().unwrap().as_str())
+                .query(&mut con),
+        );
+        assert_eq!(e, k.growth_refused, "{}", k.name);
+        // Near the limit small arrays are checked exactly: 55 KB / 48 KiB fits in the ~150 KB
+        // left two or three times, not six.
+        let results: Vec<Result<String, String>> = (0..6)
+            .map(|i| {
+                k.line(k.reserve_mid, &format!("mid{i}"), 0)
+                    .query::<String>(&mut con)
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        assert_eq!(results[0], Ok("OK".to_string()), "{}: {results:?}", k.name);
+        assert!(
+            results[5].as_ref().is_err_and(|e| e.contains(NO_MEMORY)),
+            "{}: {results:?}",
+            k.name
+        );
+        println!("{}: ~50 KB filters near the limit: {results:?}", k.name);
+        assert!(
+            used_memory(&mut con) <= max,
+            "{}: crossed maxmemory",
+            k.name
+        );
+        // Refusals are not evictions: nothing was evicted.
+        assert_eq!(info_num(&mut con, "stats", "evicted_keys"), 0);
+    }
+}
+
+/// The SCANDUMP of a filter of kind `k` made for `capacity` items, with one item: header,
+/// then chunks.
+fn dump_of(con: &mut Connection, k: &Kind, key: &str, capacity: u64) -> Vec<(i64, Vec<u8>)> {
+    let _: String = k.line(k.reserve, key, capacity).query(con).unwrap();
+    let _: i64 = k.line(k.add, key, 0).arg("x").query(con).unwrap();
+    let dump = k.walk(con, key);
     let _: i64 = redis::cmd("DEL").arg(key).query(con).unwrap();
     dump
 }
 
+/// A LOADCHUNK header whose arrays the memory budget refuses (`bf.max-filter-bytes`, or
+/// `maxmemory` under `noeviction`) answers what the kind's RedisBloom answers for a header it
+/// cannot allocate — `ERR received bad data` (BF), `Couldn't create filter!` (CF), never
+/// `Insufficient memory` — and creates nothing: the chunks then find no filter. A corrupt
+/// header keeps its own error (`Invalid header` for CF).
 #[test]
 fn loadchunk_header_refused_for_memory_answers_bad_data() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let dump = dump_of(&mut con, "src", 100_000);
-    config_set(&mut con, "bf.max-filter-bytes", "10000");
-    let e = error_text(
-        common::cmd("BF.LOADCHUNK dst")
-            .arg(dump[0].0)
-            .arg(&dump[0].1)
-            .query(&mut con),
-    );
-    // As RedisBloom answers a header it cannot allocate.
-    assert!(
-        e.contains("received bad data") && !e.contains(NO_MEMORY),
-        "{e}"
-    );
-    for (iter, data) in &dump[1..] {
-        let e = error_text(
-            common::cmd("BF.LOADCHUNK dst")
-                .arg(iter)
-                .arg(data)
-                .query(&mut con),
-        );
-        assert!(e.contains("not found"), "{e}");
+    for k in &KINDS {
+        for limit in ["bf.max-filter-bytes", "maxmemory"] {
+            let what = format!("{}, {limit}", k.name);
+            let s = Server::start();
+            let mut con = s.conn();
+            // 117 KB of Bloom layer, 128 KiB of cuckoo table, against 10 000 bytes or about
+            // 50 KB left under maxmemory.
+            let dump = dump_of(&mut con, k, "src", 100_000);
+            match limit {
+                "maxmemory" => {
+                    // Once, so that the server's first-call allocations (its latency histogram
+                    // of each command) are made before the reading.
+                    config_set(&mut con, "maxmemory-policy", "noeviction");
+                    let _ = redis::cmd(&k.cmd("LOADCHUNK"))
+                        .arg("dst")
+                        .arg(1)
+                        .arg("x")
+                        .query::<Value>(&mut con);
+                    let max = used_memory(&mut con) + 100_000;
+                    config_set(&mut con, "maxmemory", &max.to_string());
+                }
+                _ => config_set(&mut con, limit, "10000"),
+            }
+            let loadchunk = k.cmd("LOADCHUNK");
+            let e = error_text(
+                redis::cmd(&loadchunk)
+                    .arg("dst")
+                    .arg(dump[0].0)
+                    .arg(&dump[0].1)
+                    .query(&mut con),
+            );
+            assert!(
+                e == k.header_refused && !e.contains(NO_MEMORY),
+                "{what}: {e}"
+            );
+            // (Under maxmemory a 117 KB chunk is itself refused by Redis, `OOM`, before the
+            // module sees it.)
+            let chunks = if limit == "maxmemory" {
+                &[][..]
+            } else {
+                &dump[1..]
+            };
+            for (iter, data) in chunks {
+                let e = error_text(
+                    redis::cmd(&loadchunk)
+                        .arg("dst")
+                        .arg(iter)
+                        .arg(data)
+                        .query(&mut con),
+                );
+                assert!(e.contains("not found"), "{what}: {e}");
+            }
+            let exists: i64 = common::cmd("EXISTS dst").query(&mut con).unwrap();
+            assert_eq!(exists, 0, "{what}");
+            // A corrupt header still says so.
+            let mut bad = dump[0].1.clone();
+            bad.pop();
+            let e = error_text(
+                redis::cmd(&loadchunk)
+                    .arg("dst")
+                    .arg(1)
+                    .arg(&bad)
+                    .query(&mut con),
+            );
+            assert_eq!(e, k.header_corrupt, "{what}");
+        }
     }
-    let exists: i64 = common::cmd("EXISTS dst").query(&mut con).unwrap();
-    assert_eq!(exists, 0);
-    // A corrupt header still says bad data.
-    let mut bad = dump[0].1.clone();
-    bad.pop();
-    let e = error_text(common::cmd("BF.LOADCHUNK dst 1").arg(&bad).query(&mut con));
-    assert!(e.contains("received bad data"), "{e}");
 }
 
 #[test]
@@ -234,7 +431,7 @@ fn loadchunk_of_a_large_dump_on_a_full_cache_succeeds() {
     // restored (under allkeys-* Redis may legitimately evict `dst` itself between chunks).
     let (_s, mut con, _) = full_cache("volatile-lru");
     config_set(&mut con, "maxmemory", "0");
-    let dump = dump_of(&mut con, "src", 2_000_000);
+    let dump = dump_of(&mut con, &KINDS[0], "src", 2_000_000);
     let max = used_memory(&mut con) - (1 << 20);
     config_set(&mut con, "maxmemory", &max.to_string());
     for (iter, data) in &dump {
@@ -262,62 +459,76 @@ fn current_rss(pid: u64) -> u64 {
     proc_vm_bytes(pid, "VmRSS")
 }
 
+/// An add that creates its filter (BF.ADD, CF.ADD on a missing key) holds the item once: the
+/// query buffer's (a copy for replication made the peak twice the item).
 #[test]
 fn implicit_creation_does_not_copy_a_big_item() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let pid = info_num(&mut con, "server", "process_id");
-    let item = vec![b'i'; 64 << 20];
-    // Warm up the allocator and the query buffer path with the same size once.
-    let _: i64 = common::cmd("BF.ADD warm")
-        .arg(&item)
-        .query(&mut con)
-        .unwrap();
-    let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
-    let before = current_rss(pid);
-    reset_peak_rss(pid);
-    let r: i64 = common::cmd("BF.ADD new")
-        .arg(&item)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(r, 1);
-    let peak = peak_rss(pid).saturating_sub(before);
-    // The query buffer holds the item once (64 MiB); a copy for replication made it 128 MiB.
-    assert!(
-        peak < 96 << 20,
-        "peak RSS grew by {} MiB for a 64 MiB item",
-        peak >> 20
-    );
+    for k in &KINDS {
+        let s = Server::start();
+        let mut con = s.conn();
+        let pid = info_num(&mut con, "server", "process_id");
+        let item = vec![b'i'; 64 << 20];
+        // Warm up the allocator and the query buffer path with the same size once.
+        let _: i64 = k.line(k.add, "warm", 0).arg(&item).query(&mut con).unwrap();
+        let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
+        let before = current_rss(pid);
+        reset_peak_rss(pid);
+        let r: i64 = k.line(k.add, "new", 0).arg(&item).query(&mut con).unwrap();
+        assert_eq!(r, 1);
+        let peak = peak_rss(pid).saturating_sub(before);
+        println!(
+            "{}: implicit creation with a 64 MiB item: peak RSS +{} MiB",
+            k.name,
+            peak >> 20
+        );
+        // The query buffer holds the item once (64 MiB); a copy for replication made it 128 MiB.
+        assert!(
+            peak < 96 << 20,
+            "{}: peak RSS grew by {} MiB for a 64 MiB item",
+            k.name,
+            peak >> 20
+        );
+    }
 }
 
+/// BF.MADD / CF.INSERT of 1 000 000 items into a filter made for 2 000 000: the peak RSS is
+/// what Redis itself holds (arguments, query buffer, reply) and the filter's pages, with no
+/// value, hash or reply kept per item for the whole batch.
 #[test]
 fn a_million_item_madd_holds_no_per_item_copies() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let pid = info_num(&mut con, "server", "process_id");
     let items: Vec<String> = (0..1_000_000).map(|i| format!("item:{i}")).collect();
-    let _: String = common::cmd("BF.RESERVE k 0.01 2000000")
-        .query(&mut con)
-        .unwrap();
-    let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
-    let before = current_rss(pid);
-    reset_peak_rss(pid);
-    let r: Vec<i64> = common::cmd("BF.MADD k")
-        .arg(&items)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(r.len(), 1_000_000);
-    assert!(r.iter().filter(|&&v| v == 1).count() > 990_000);
-    let peak = peak_rss(pid).saturating_sub(before);
-    eprintln!("BF.MADD of 1 000 000 items: peak RSS +{} MiB", peak >> 20);
-    // Redis' own argument vector and query buffer, the reply and the filter's pages (about
-    // 45 MiB with RedisBloom), the command wrapper's vector of arguments (16 MiB); no value, hash
-    // or reply held per item for the whole batch (those made it 180 MiB).
-    assert!(
-        peak < 120 << 20,
-        "peak RSS grew by {} MiB for 1 000 000 items",
-        peak >> 20
-    );
+    for k in &KINDS {
+        let s = Server::start();
+        let mut con = s.conn();
+        let pid = info_num(&mut con, "server", "process_id");
+        let _: String = k.line(k.reserve, "k", 2_000_000).query(&mut con).unwrap();
+        let _: () = common::cmd("MEMORY PURGE").query(&mut con).unwrap();
+        let before = current_rss(pid);
+        reset_peak_rss(pid);
+        let r: Vec<i64> = k
+            .line(k.add_many, "k", 0)
+            .arg(&items)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(r.len(), 1_000_000);
+        assert!(
+            r.iter().filter(|&&v| v == 1).count() > 990_000,
+            "{}",
+            k.name
+        );
+        let peak = peak_rss(pid).saturating_sub(before);
+        let command = k.add_many.replace(" {k}", "");
+        println!("{command} of 1 000 000 items: peak RSS +{} MiB", peak >> 20);
+        // Redis' own argument vector and query buffer, the reply and the filter's pages (about
+        // 45 MiB with RedisBloom's BF.MADD), the command wrapper's vector of arguments (16 MiB);
+        // no value, hash or reply held per item for the whole batch (those made it 180 MiB).
+        assert!(
+            peak < 120 << 20,
+            "{}: peak RSS grew by {} MiB for 1 000 000 items",
+            k.name,
+            peak >> 20
+        );
+    }
 }
 
 /// Bytes the server process has read through system calls so far (`rchar` of /proc/PID/io):

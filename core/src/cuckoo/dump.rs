@@ -158,33 +158,69 @@ pub fn scan(cf: &Cuckoo, pos: i64) -> Scan<'_> {
     table_chunk(cf, pos)
 }
 
+/// Where byte `offset` of the tables laid end to end falls: `Ok((i, o))` in sub-filter `i`, at
+/// `o` within it (the first sub-filter whose end is past `offset`, so a negative offset falls
+/// in the first), or `Err(o)` past the last, `o` being `offset` less the size of every table.
+///
+/// Sub-filters of one size — expansion 1, the only way to have many: any other growth passes
+/// 2^56 buckets within 57 sub-filters — are found by a division, so that a SCANDUMP walk, an
+/// AOF rewrite or its replay of a filter of 65 535 sub-filters (one 38-byte header makes one)
+/// takes time linear in them, not quadratic (seconds). The others are scanned.
+fn locate(cf: &Cuckoo, offset: i128) -> Result<(usize, i128), i128> {
+    let n = cf.filters.len();
+    if let (true, Some(first), Some(last)) =
+        (cf.expansion == 1, cf.filters.first(), cf.filters.last())
+    {
+        // Every sub-filter has the first one's buckets (growth, a header and an RDB value give
+        // `buckets × 1^i`); the last one is checked as a guard.
+        let size = i128::from(first.bytes());
+        if size > 0 && last.bytes() == first.bytes() {
+            if offset < 0 {
+                return Ok((0, offset));
+            }
+            let i = offset / size;
+            return if i < n as i128 {
+                Ok((i as usize, offset - i * size))
+            } else {
+                Err(offset - size * n as i128)
+            };
+        }
+    }
+    let mut offset = offset;
+    for (i, f) in cf.filters.iter().enumerate() {
+        let size = i128::from(f.bytes());
+        if offset < size {
+            return Ok((i, offset));
+        }
+        offset -= size;
+    }
+    Err(offset)
+}
+
 /// The chunk at `pos` ≥ 1 of the tables laid end to end, as [`scan`] gives it but whatever
 /// the item count: the AOF rewrite writes the tables of filters without items too (RedisBloom
 /// does), which SCANDUMP answers `[0, nil]` for. [`Scan::End`] past the last sub-filter.
 pub fn table_chunk(cf: &Cuckoo, pos: i64) -> Scan<'_> {
-    let mut offset = i128::from(pos) - 1;
-    for f in &cf.filters {
-        let size = i128::from(f.bytes());
-        if offset < size {
-            if size <= i128::from(MAX_CHUNK_BYTES) {
-                return match i64::try_from(i128::from(pos) + size) {
-                    Ok(next) => Scan::Chunk(next, &f.data),
-                    Err(_) => Scan::End,
-                };
-            }
-            if offset < 0 {
-                return Scan::End;
-            }
-            let n = (size - offset).min(i128::from(MAX_CHUNK_BYTES));
-            let start = offset as usize;
-            return match i64::try_from(i128::from(pos) + n) {
-                Ok(next) => Scan::Chunk(next, &f.data[start..start + n as usize]),
-                Err(_) => Scan::End,
-            };
-        }
-        offset -= size;
+    let Ok((i, offset)) = locate(cf, i128::from(pos) - 1) else {
+        return Scan::End;
+    };
+    let f = &cf.filters[i];
+    let size = i128::from(f.bytes());
+    if size <= i128::from(MAX_CHUNK_BYTES) {
+        return match i64::try_from(i128::from(pos) + size) {
+            Ok(next) => Scan::Chunk(next, &f.data),
+            Err(_) => Scan::End,
+        };
     }
-    Scan::End
+    if offset < 0 {
+        return Scan::End;
+    }
+    let n = (size - offset).min(i128::from(MAX_CHUNK_BYTES));
+    let start = offset as usize;
+    match i64::try_from(i128::from(pos) + n) {
+        Ok(next) => Scan::Chunk(next, &f.data[start..start + n as usize]),
+        Err(_) => Scan::End,
+    }
 }
 
 /// Writes a chunk (`CF.LOADCHUNK key pos data`, `pos` ≥ 2 being the position SCANDUMP gave
@@ -199,17 +235,10 @@ pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ChunkRe
         return Err(ChunkRefused);
     }
     let len = data.len() as i128;
-    let mut offset = i128::from(pos) - len - 1;
-    let n = cf.filters.len();
-    let mut at = n.saturating_sub(1);
-    for (i, f) in cf.filters.iter().enumerate() {
-        let size = i128::from(f.bytes());
-        if offset < size {
-            at = i;
-            break;
-        }
-        offset -= size;
-    }
+    let (at, offset) = match locate(cf, i128::from(pos) - len - 1) {
+        Ok(found) => found,
+        Err(past) => (cf.filters.len().saturating_sub(1), past),
+    };
     let f = cf.filters.get_mut(at).ok_or(ChunkRefused)?;
     if offset < 0 || i128::from(f.bytes()) < offset + len {
         return Err(ChunkRefused);
@@ -334,6 +363,70 @@ mod tests {
             "over the budget"
         );
         assert!(parse_header(&[0u8; 37]).is_none());
+    }
+
+    /// [`locate`] by a scan of every sub-filter, whatever their sizes.
+    fn locate_by_scan(cf: &Cuckoo, mut offset: i128) -> Result<(usize, i128), i128> {
+        for (i, f) in cf.filters.iter().enumerate() {
+            if offset < i128::from(f.bytes()) {
+                return Ok((i, offset));
+            }
+            offset -= i128::from(f.bytes());
+        }
+        Err(offset)
+    }
+
+    #[test]
+    fn equal_sub_filters_are_located_by_division_as_by_a_scan() {
+        // 40 sub-filters of 8 buckets of 3 (expansion 1), and shapes found by the scan.
+        let h = |filters, expansion| Header {
+            items: 1,
+            buckets: 8,
+            deletes: 0,
+            filters,
+            bucket_size: 3,
+            max_iterations: 20,
+            expansion,
+        };
+        for (filters, expansion) in [(40, 1), (1, 1), (1, 0), (5, 2), (4, 3)] {
+            let cf = decode_header(&h(filters, expansion), limits(), u64::MAX).unwrap();
+            let total = i128::from(cf.table_bytes());
+            for offset in -30..total + 30 {
+                assert_eq!(
+                    locate(&cf, offset),
+                    locate_by_scan(&cf, offset),
+                    "{filters} sub-filters, expansion {expansion}, offset {offset}"
+                );
+            }
+        }
+        // 65 535 sub-filters of one byte: the whole walk, reloaded.
+        let mut cf = decode_header(
+            &Header {
+                buckets: 1,
+                filters: 65535,
+                bucket_size: 1,
+                ..h(1, 1)
+            },
+            limits(),
+            u64::MAX,
+        )
+        .unwrap();
+        for (i, f) in cf.filters.iter_mut().enumerate() {
+            f.data[0] = (i % 255) as u8 + 1;
+        }
+        let mut copy = decode_header(
+            &parse_header(&encode_header(&cf)).unwrap(),
+            limits(),
+            u64::MAX,
+        )
+        .unwrap();
+        let mut pos = 1;
+        while let Scan::Chunk(next, data) = table_chunk(&cf, pos) {
+            apply_chunk(&mut copy, next, data).unwrap();
+            pos = next;
+        }
+        assert_eq!(pos, 65536);
+        assert_eq!(copy, cf);
     }
 
     #[test]

@@ -8,7 +8,6 @@ use crate::module::cuckoo_type;
 use crate::module::filter::shared::from_primary_or_aof;
 use crate::module::memory;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
-use crate::module::stats;
 use redis_module::Context;
 
 /// `ERR item exists` (RedisBloom's text for a header sent to an existing filter).
@@ -115,11 +114,11 @@ pub fn cf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
             Lookup::Missing => return Reply::Error(NOT_FOUND),
             Lookup::WrongType => return Reply::Error(WRONGTYPE),
         };
-        let before = stats::CuckooFootprint::of(cf);
+        // A chunk writes table bytes only: no `INFO bf` counter moves (and none is computed,
+        // which would cost a pass over every sub-filter for each of a walk's chunks).
         if dump::apply_chunk(cf, pos, data).is_err() {
             return Reply::Error("Couldn't load chunk!");
         }
-        stats::cuckoo_changed(before, cf);
     }
     ctx.replicate_verbatim();
     super::super::notify(ctx, c"cf.loadchunk", &args[1]);
