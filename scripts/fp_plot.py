@@ -357,10 +357,8 @@ def plot_cuckoo(rows, path, probes):
             continue
         color = colors.get(b, "tab:gray")
         xs = [p["fill"] for p in pts]
-        left.fill_between(xs, [p["ci95_low"] for p in pts], [p["ci95_high"] for p in pts],
-                          color=color, alpha=0.1, linewidth=0)
-        left.plot(xs, [p["measured"] for p in pts], color=color, marker="o", markersize=4,
-                  linewidth=1.4, label=f"BUCKETSIZE {b}: measured ({probes} probes)")
+        measured_line(left, xs, pts, color, "o", 1.4,
+                      f"BUCKETSIZE {b}: measured ({probes} probes)")
         left.plot(xs, [p["predicted"] for p in pts], color=color, linestyle=":", linewidth=1.2)
         left.step(xs, [p["documented"] for p in pts], color=color, linestyle="--",
                   linewidth=1.0, where="post", alpha=0.7)
@@ -445,6 +443,14 @@ def read_csv(path):
     return rows
 
 
+def measured_line(ax, xs, pts, color, marker, linewidth, label, alpha=0.1):
+    """One measured series: its 95% interval as a shaded band, the measured rate as a line."""
+    ax.fill_between(xs, [p["ci95_low"] for p in pts], [p["ci95_high"] for p in pts],
+                    color=color, alpha=alpha, linewidth=0)
+    ax.plot(xs, [p["measured"] for p in pts], color=color, marker=marker, markersize=4,
+            linewidth=linewidth, label=label)
+
+
 def plot(rows, window_rows, path, probes, final_probes):
     import matplotlib
 
@@ -464,10 +470,8 @@ def plot(rows, window_rows, path, probes, final_probes):
             pts = [x for x in rows if x["error"] == error and x["config"] == config]
             steps = [p for p in pts if p["kind"] == "step"]
             xs = [p["fill"] for p in steps]
-            ax.fill_between(xs, [p["ci95_low"] for p in steps], [p["ci95_high"] for p in steps],
-                            color=color, alpha=0.08, linewidth=0)
-            ax.plot(xs, [p["measured"] for p in steps], color=color, marker=marker,
-                    markersize=4, linewidth=1.4, label=f"{config}: measured ({probes} probes)")
+            measured_line(ax, xs, steps, color, marker, 1.4,
+                          f"{config}: measured ({probes} probes)", alpha=0.08)
             ax.plot(xs, [p["predicted"] for p in steps], color=color, linestyle=":",
                     linewidth=1.2)
             for p in pts:
@@ -512,11 +516,8 @@ def plot_window(axes, rows):
                 continue
             color = colors.get(load, "tab:gray")
             xs = [p["windows"] for p in pts]
-            ax.fill_between(xs, [p["ci95_low"] for p in pts], [p["ci95_high"] for p in pts],
-                            color=color, alpha=0.1, linewidth=0)
-            ax.plot(xs, [p["measured"] for p in pts], color=color, marker=".", markersize=4,
-                    linewidth=1.2,
-                    label=f"{load:g} x capacity per window: measured ({pts[0]['probes']} probes "
+            measured_line(ax, xs, pts, color, ".", 1.2,
+                          f"{load:g} x capacity per window: measured ({pts[0]['probes']} probes "
                           "a tick)")
         ax.axhline(error, color="dimgray", linestyle="--", linewidth=2,
                    label=f"requested error rate {error}")
