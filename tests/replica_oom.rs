@@ -57,18 +57,7 @@ fn assert_aborted(replica: &mut Server, command: &str) {
             replica.log()
         );
     }
-    // Either the module's own line (servers with RedisModule_TryCalloc: the allocation fails
-    // and the module aborts, naming the command) or Redis' allocator's (7.0–7.2, where a
-    // zeroed array comes from RedisModule_Calloc, which aborts by itself when it cannot).
-    let log = replica.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("bf: out of memory") || l.contains("Out Of Memory allocating"))
-        .unwrap_or_else(|| panic!("no out-of-memory line in the replica's log:\n{log}"));
-    if line.contains("bf: out of memory") {
-        assert!(line.contains(command), "{line}");
-        assert!(line.contains("aborting"), "{line}");
-    }
+    assert_abort_line(&replica.log(), command, "the replica");
 }
 
 /// A primary and a would-be replica (not attached yet), and a connection to the primary.
@@ -452,15 +441,20 @@ fn replica_that_cannot_allocate_aborts_on_every_server() {
     }
 }
 
-/// The replica's or loader's log names the out-of-memory abort: the module's own line (with
-/// the command) or the server allocator's, which aborts by itself on servers without
-/// `RedisModule_TryCalloc` and for buffers Redis allocates itself (RESTORE's payload).
+/// The module's two abort lines: a command's write that could not allocate, and a value
+/// (RESTORE, a loaded or copied value) that could not be built.
+const MODULE_ABORTS: [&str; 2] = ["bf: out of memory", "bf: cannot "];
+
+/// The replica's or loader's log names the abort: the module's own line (naming the command,
+/// on servers with `RedisModule_TryCalloc`) or the server allocator's, which aborts by itself
+/// on servers without it (7.0–7.2) and for buffers Redis allocates itself (RESTORE's payload).
 fn assert_abort_line(log: &str, command: &str, what: &str) {
+    let module_line = |l: &str| MODULE_ABORTS.iter().any(|m| l.contains(m));
     let line = log
         .lines()
-        .find(|l| l.contains("bf: out of memory") || l.contains("Out Of Memory allocating"))
-        .unwrap_or_else(|| panic!("{what}: no out-of-memory line in the log:\n{log}"));
-    if line.contains("bf: out of memory") {
+        .find(|l| module_line(l) || l.contains("Out Of Memory allocating"))
+        .unwrap_or_else(|| panic!("{what}: no abort line in the log:\n{log}"));
+    if module_line(line) {
         assert!(
             line.contains(command) && line.contains("aborting"),
             "{what}: {line}"
