@@ -305,6 +305,38 @@ def sc_cf_del(con, gib):
     return [("DEL", "big")]
 
 
+def cf_two_halves(con, gib, touch_newest):
+    """A cuckoo filter of two sub-filters of gib/2 GiB each (a CF.LOADCHUNK header with
+    expansion 1), its newest sub-filter full of fingerprints when touch_newest (else never
+    written)."""
+    buckets = cf_capacity(gib) // 4
+    header = b"".join(((1).to_bytes(8, "little"), buckets.to_bytes(8, "little"),
+                       (0).to_bytes(8, "little"), (2).to_bytes(8, "little"),
+                       (2).to_bytes(2, "little"), (20).to_bytes(2, "little"),
+                       (1).to_bytes(2, "little")))
+    con.call("CF.LOADCHUNK", "big", 1, header)
+    if touch_newest:
+        chunk = b"\x11" * (16 * MIB)
+        half = buckets * 2
+        off = 0
+        while off < half:
+            data = chunk[:min(len(chunk), half - off)]
+            con.call("CF.LOADCHUNK", "big", 1 + half + off + len(data), data)
+            off += len(data)
+
+
+def sc_cf_compact(con, gib):
+    # CF.COMPACT reads the whole newest sub-filter (here empty: it is freed).
+    cf_two_halves(con, gib, False)
+    return [("CF.COMPACT", "big")]
+
+
+def sc_cf_compact_touched(con, gib):
+    # Every fingerprint of the newest sub-filter moves into the older one.
+    cf_two_halves(con, gib, True)
+    return [("CF.COMPACT", "big")]
+
+
 def report_fork(con):
     return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
 
@@ -345,6 +377,9 @@ SCENARIOS = {
     "bgsave-later": ([], sc_bgsave_later, "BGSAVE 3 s after DEL of 2 × {f} MiB", report_fork),
     "cf-reserve": ([], sc_cf_reserve, "CF.RESERVE of a {k} GiB cuckoo filter"),
     "cf-del": ([], sc_cf_del, "DEL of a {k} GiB cuckoo filter (pages touched)"),
+    "cf-compact": ([], sc_cf_compact, "CF.COMPACT, 2 sub-filters of {h} GiB, the newest empty"),
+    "cf-compact-touched": ([], sc_cf_compact_touched,
+                           "CF.COMPACT, 2 sub-filters of {h} GiB, the newest full"),
 }
 
 

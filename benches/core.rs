@@ -335,6 +335,48 @@ fn cuckoo_ops(c: &mut Criterion) {
     }
 }
 
+/// CF.COMPACT of a filter of two sub-filters of 64 MiB each (bucket size 2, expansion 1, as a
+/// `CF.LOADCHUNK` header makes it, lazily zeroed): the newest never written (compaction reads
+/// it all and frees it), and the newest with 1 % of its slots used (they move to the older
+/// one; the writing outside the timing).
+fn cuckoo_compact(c: &mut Criterion) {
+    use redis_bf::bloom::cuckoo::dump::{decode_header, Header, HeaderLimits};
+    let mut g = c.benchmark_group("cuckoo_compact_2x64MiB");
+    g.sample_size(10);
+    let header = Header {
+        items: 1,
+        buckets: 1 << 25,
+        deletes: 0,
+        filters: 2,
+        bucket_size: 2,
+        max_iterations: 20,
+        expansion: 1,
+    };
+    let limits = HeaderLimits {
+        max_expansion: u16::MAX,
+    };
+    g.throughput(Throughput::Bytes(64 << 20));
+    for (name, every) in [("newest_never_written", 0usize), ("newest_1pct_used", 100)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let mut cf = decode_header(&header, limits, u64::MAX).unwrap();
+                    if every > 0 {
+                        let mut rng = Rng(0x5bd1e995);
+                        for s in cf.filters[1].data.iter_mut().step_by(every) {
+                            *s = (rng.next() % 255 + 1) as u8;
+                        }
+                    }
+                    cf
+                },
+                |mut cf| cf.compact(true),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     hashing,
@@ -342,6 +384,7 @@ criterion_group!(
     batch_1000,
     chain_check,
     encodings,
-    cuckoo_ops
+    cuckoo_ops,
+    cuckoo_compact
 );
 criterion_main!(benches);

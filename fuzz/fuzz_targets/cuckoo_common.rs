@@ -30,8 +30,7 @@ pub fn conforming(cf: &Cuckoo) -> bool {
         .all(|(i, f)| cf.buckets_of(i) == Some(f.buckets(cf.bucket_size)))
 }
 
-/// Sub-filters past which a filter is not walked: each SCANDUMP / LOADCHUNK call finds its
-/// sub-filter from the first, so a walk is quadratic in them (65 535 would take seconds).
+/// Sub-filters past which a filter is not walked (a bound on the time of one input).
 const MAX_WALKED_SUB_FILTERS: usize = 2048;
 
 /// The SCANDUMP walk of `cf` loaded by LOADCHUNK into the filter its header describes (None
@@ -113,8 +112,13 @@ pub fn exercise(cf: &mut Cuckoo, ops: &[u8], budget: u64) {
         }
     }
     // Items we added and did not delete (a multiset): deleting only these, none is ever lost,
-    // whatever fingerprints the decoded tables held before.
+    // whatever fingerprints the decoded tables held before — where every sub-filter's bucket
+    // count is a power of two. A crafted header with another expansion gives other counts,
+    // where one deletion can clear another item's copy (as in RedisBloom: bucket pairs of one
+    // fingerprint can overlap in one bucket, `bucket_pairs_overlap_partly_only_without_a_power
+    // _of_two`): there what was added is no longer vouched for after a deletion.
     let mut added: Vec<Vec<u8>> = Vec::new();
+    let pow2 = |cf: &Cuckoo| cf.bucket_counts().all(u64::is_power_of_two);
     let mut ops_done = 0usize;
     for op in ops.chunks(2).take(MAX_OPS) {
         let (code, item) = (op[0], vec![op.get(1).copied().unwrap_or(0) & 0x3f]);
@@ -156,11 +160,15 @@ pub fn exercise(cf: &mut Cuckoo, ops: &[u8], budget: u64) {
                 if !added.is_empty() {
                     let it = added
                         .swap_remove(usize::from(op.get(1).copied().unwrap_or(0)) % added.len());
+                    let vouched = pow2(cf);
                     let (found, freed) = cf.delete(&it);
                     assert!(found, "an added item was not found by CF.DEL");
                     assert_eq!(cf.items, before_items.wrapping_sub(1));
                     for f in &freed {
                         assert!(f.is_empty(), "compaction freed a non-empty sub-filter");
+                    }
+                    if !vouched {
+                        added.clear();
                     }
                 }
             }
