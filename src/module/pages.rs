@@ -220,9 +220,21 @@ const PAGEMAP_BATCH: usize = 16 << 10;
 /// `MADV_PAGEOUT` then leaves anonymous pages in place); they are read because a written page
 /// that is not present can only be in swap (or migrating, which pagemap also shows as
 /// swapped), and reading it through the slice brings it back like any other access.
+///
+/// Arrays under [`SPARSE_COPY_MIN_BYTES`] are copied whole: reading the pagemap (an open, a
+/// read and a close) costs more than copying a few pages, and a filter of 65 535 one-byte
+/// sub-filters would pay it 65 535 times.
 pub fn copy_written(src: &[u8], dst: &mut [u8]) {
+    if src.len() < SPARSE_COPY_MIN_BYTES {
+        let n = src.len().min(dst.len());
+        dst[..n].copy_from_slice(&src[..n]);
+        return;
+    }
     copy_written_with(src, dst, File::open("/proc/self/pagemap").ok().as_ref());
 }
+
+/// Arrays from this size on are copied page by page by [`copy_written`] (1 MiB).
+pub const SPARSE_COPY_MIN_BYTES: usize = 1 << 20;
 
 /// [`copy_written`] with the pagemap given (`None`: unreadable, read every page).
 fn copy_written_with(src: &[u8], dst: &mut [u8], pagemap: Option<&File>) {

@@ -511,71 +511,147 @@ impl Cuckoo {
     /// cannot empty. Resets the deletion counter. Returns the freed sub-filters.
     pub fn compact(&mut self, keep_going: bool) -> Vec<SubFilter> {
         let mut freed = Vec::new();
-        let mut i = self.filters.len();
+        let mut filters = std::mem::take(&mut self.filters).into_vec();
+        let shapes: Vec<Shape> = filters
+            .iter()
+            .enumerate()
+            .map(|(i, f)| self.shape_of(i, f))
+            .collect();
+        let mut open = (filters.len() > SKIP_FULL_FROM).then(|| OpenSubFilters::new(&filters));
+        let bs = usize::from(self.bucket_size);
+        let mut i = filters.len();
         while i > 1 {
-            let ok = self.compact_one(i - 1);
-            if ok && i - 1 == self.filters.len() - 1 {
-                let mut filters = std::mem::take(&mut self.filters).into_vec();
+            let ok = compact_one(&mut filters, &shapes, i - 1, bs, open.as_mut());
+            if ok && i == filters.len() {
                 if let Some(f) = filters.pop() {
                     freed.push(f);
                 }
-                // Shrinks the allocation to the sub-filters left, as RedisBloom's realloc.
-                self.filters = filters.into_boxed_slice();
             }
             if !ok && !keep_going {
                 break;
             }
             i -= 1;
         }
+        // Shrinks the allocation to the sub-filters left, as RedisBloom's realloc (once, not
+        // once per freed sub-filter).
+        self.filters = filters.into_boxed_slice();
         self.deletes = 0;
         freed
     }
+}
 
-    /// Moves every fingerprint of sub-filter `at` it can into older ones; true when all moved.
-    fn compact_one(&mut self, at: usize) -> bool {
-        let bs = usize::from(self.bucket_size);
-        let shapes: Vec<Shape> = (0..=at)
-            .map(|i| self.shape_of(i, &self.filters[i]))
+/// Sub-filter counts above which compaction keeps track of the older sub-filters that still
+/// have a free slot ([`OpenSubFilters`]), so that a fingerprint skips the full ones: a filter
+/// of thousands of small sub-filters (possible through a `CF.LOADCHUNK` header) would
+/// otherwise try every older one for every fingerprint. Below it, trying each is cheaper than
+/// counting their free slots first.
+const SKIP_FULL_FROM: usize = 32;
+
+/// The sub-filters with a free slot, in order, for a compaction: free slot counts, and for
+/// each sub-filter the next one at or after it that is not full (a skip list with path
+/// compression: during a compaction sub-filters only fill up, apart from the one being
+/// emptied, which is never a target again).
+struct OpenSubFilters {
+    free: Vec<u64>,
+    next: Vec<usize>,
+}
+
+impl OpenSubFilters {
+    fn new(filters: &[SubFilter]) -> OpenSubFilters {
+        let free: Vec<u64> = filters
+            .iter()
+            .map(|f| f.data.iter().filter(|&&b| b == 0).count() as u64)
             .collect();
-        let cur_shape = shapes[at];
-        // A fingerprint can only move to a sub-filter whose buckets it can find from the
-        // bucket it is in: both counts powers of two, the older one not larger (always so but
-        // for crafted headers or values, see `evict_into_newest`).
-        let movable = |b: &Shape| {
-            cur_shape.buckets.is_power_of_two()
-                && b.buckets.is_power_of_two()
-                && b.buckets <= cur_shape.buckets
+        let next = (0..filters.len()).collect();
+        let mut open = OpenSubFilters { free, next };
+        for i in 0..filters.len() {
+            if open.free[i] == 0 {
+                open.next[i] = i + 1;
+            }
+        }
+        open
+    }
+
+    /// The first sub-filter at or after `i` with a free slot (`len` when none).
+    fn find(&mut self, mut i: usize) -> usize {
+        let mut root = i;
+        while root < self.next.len() && self.next[root] != root {
+            root = self.next[root];
+        }
+        while i < self.next.len() && self.next[i] != i {
+            let up = self.next[i];
+            self.next[i] = root;
+            i = up;
+        }
+        root
+    }
+
+    /// A slot of sub-filter `i` was filled.
+    fn took(&mut self, i: usize) {
+        self.free[i] -= 1;
+        if self.free[i] == 0 {
+            self.next[i] = i + 1;
+        }
+    }
+}
+
+/// Moves every fingerprint of sub-filter `at` it can into older ones, trying them oldest
+/// first (only those with a free slot when `open` tracks them); true when all moved.
+fn compact_one(
+    filters: &mut [SubFilter],
+    shapes: &[Shape],
+    at: usize,
+    bs: usize,
+    mut open: Option<&mut OpenSubFilters>,
+) -> bool {
+    let cur_shape = shapes[at];
+    // A fingerprint can only move to a sub-filter whose buckets it can find from the bucket
+    // it is in: both counts powers of two, the older one not larger (always so but for
+    // crafted headers or values, see `evict_into_newest`).
+    let movable = |b: &Shape| {
+        cur_shape.buckets.is_power_of_two()
+            && b.buckets.is_power_of_two()
+            && b.buckets <= cur_shape.buckets
+    };
+    let (older, rest) = filters.split_at_mut(at);
+    let cur = &mut rest[0];
+    let mut all = true;
+    // Slot by slot in order, skipping empty runs a block at a time (a big sub-filter is mostly
+    // empty after deletions, or never written).
+    let mut from = 0;
+    while let Some(at_slot) = next_occupied(&cur.data, from) {
+        from = at_slot + 1;
+        let fp = cur.data[at_slot];
+        let bucket = (at_slot / bs) as u64;
+        let l = Lookup {
+            fp,
+            h1: bucket,
+            h2: alt_index(fp, bucket),
         };
-        let (older, rest) = self.filters.split_at_mut(at);
-        let cur = &mut rest[0];
-        let mut all = true;
-        // Slot by slot in order, skipping empty runs a block at a time (a big sub-filter is
-        // mostly empty after deletions, or never written).
-        let mut from = 0;
-        while let Some(at_slot) = next_occupied(&cur.data, from) {
-            from = at_slot + 1;
-            let fp = cur.data[at_slot];
-            let bucket = (at_slot / bs) as u64;
-            let l = Lookup {
-                fp,
-                h1: bucket,
-                h2: alt_index(fp, bucket),
-            };
-            let mut moved = false;
-            for (f, b) in older.iter_mut().zip(&shapes).filter(|(_, b)| movable(b)) {
-                if let Some(i) = f.free_slot(&l, *b) {
-                    f.data[i] = fp;
+        let mut moved = false;
+        let mut j = open.as_mut().map_or(0, |o| o.find(0));
+        while j < at {
+            if movable(&shapes[j]) {
+                if let Some(i) = older[j].free_slot(&l, shapes[j]) {
+                    older[j].data[i] = fp;
                     cur.data[at_slot] = 0;
+                    if let Some(o) = open.as_mut() {
+                        o.took(j);
+                    }
                     moved = true;
                     break;
                 }
             }
-            if !moved {
-                all = false;
-            }
+            j = match open.as_mut() {
+                Some(o) => o.find(j + 1),
+                None => j + 1,
+            };
         }
-        all
+        if !moved {
+            all = false;
+        }
     }
+    all
 }
 
 /// The first non-zero byte of `data` at or after `from`. Whole 64-byte blocks are tested at
@@ -758,8 +834,10 @@ mod tests {
         assert_eq!(rdb::load(&mut w, rdb::ENCODING_VERSION).unwrap(), cf);
     }
 
-    /// The compaction that skips empty runs a block at a time moves exactly what a walk of
-    /// every slot in order moves (the same bytes after), on sparse, dense and crafted tables.
+    /// Compaction (which skips empty runs a block at a time, and full sub-filters when there
+    /// are many) leaves exactly what a plain walk leaves — every slot of each sub-filter in
+    /// order, every older sub-filter tried oldest first — and frees the same sub-filters, on
+    /// sparse, dense and crafted tables of 2 to 80 sub-filters.
     #[test]
     fn compaction_moves_what_a_slot_by_slot_walk_moves() {
         fn walk_every_slot(cf: &mut Cuckoo, at: usize) -> bool {
@@ -793,6 +871,25 @@ mod tests {
             }
             all
         }
+        fn plain_compact(cf: &mut Cuckoo, keep_going: bool) -> usize {
+            let mut freed = 0;
+            let mut i = cf.filters.len();
+            while i > 1 {
+                let ok = walk_every_slot(cf, i - 1);
+                if ok && i == cf.filters.len() {
+                    let mut v = std::mem::take(&mut cf.filters).into_vec();
+                    v.pop();
+                    cf.filters = v.into_boxed_slice();
+                    freed += 1;
+                }
+                if !ok && !keep_going {
+                    break;
+                }
+                i -= 1;
+            }
+            cf.deletes = 0;
+            freed
+        }
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -800,40 +897,51 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for round in 0..300 {
+        for round in 0..400 {
             let bs = [1u16, 2, 3, 4, 7][round % 5];
-            let filters = 2 + round % 3;
+            let many = round % 2 == 1;
+            let (filters, expansion, buckets) = if many {
+                (33 + round % 48, 1, 1u64 << (round % 3))
+            } else {
+                (2 + round % 3, [1u16, 2, 4][round % 3], 1 << (round % 7))
+            };
             let h = dump::Header {
                 items: 1,
-                buckets: 1 << (round % 7),
+                buckets,
                 deletes: 0,
                 filters: filters as u64,
                 bucket_size: bs,
                 max_iterations: 20,
-                expansion: [1u16, 2, 4][round % 3],
+                expansion,
             };
             let limits = dump::HeaderLimits {
                 max_expansion: 32768,
             };
             let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
-            // Occupancy from 1 slot in 300 to nearly full, varying with the round.
-            let per_mille = [3u64, 50, 400, 900][round % 4];
+            // Occupancy from 1 slot in 300 to nearly full; with many sub-filters, most of them
+            // full (as after a few deletions), some empty.
+            let per_mille = [3u64, 50, 400, 900, 1000][round % 5];
             for f in cf.filters.iter_mut() {
+                let p = if many && next() % 4 == 0 {
+                    next() % 1000
+                } else {
+                    per_mille
+                };
                 for b in f.data.iter_mut() {
-                    if next() % 1000 < per_mille {
+                    if next() % 1000 < p {
                         *b = (next() % 255 + 1) as u8;
                     }
                 }
             }
+            let keep_going = round % 3 != 0;
             let mut reference = cf.clone();
-            for at in (1..filters).rev() {
-                assert_eq!(
-                    cf.compact_one(at),
-                    walk_every_slot(&mut reference, at),
-                    "round {round}"
-                );
-                assert_eq!(cf, reference, "round {round}, sub-filter {at}");
-            }
+            let freed = cf.compact(keep_going);
+            assert_eq!(
+                freed.len(),
+                plain_compact(&mut reference, keep_going),
+                "round {round}"
+            );
+            assert_eq!(cf, reference, "round {round}");
         }
     }
 
