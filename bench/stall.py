@@ -337,6 +337,37 @@ def sc_cf_compact_touched(con, gib):
     return [("CF.COMPACT", "big")]
 
 
+def sc_cf_compact_many(con, gib):
+    # 65 535 sub-filters of one slot (a CF.LOADCHUNK header with expansion 1), each slot
+    # written but every 21st, then CF.COMPACT: each fingerprint looks for an older sub-filter
+    # with room (RedisBloom tries every older one in turn). Independent of --gib.
+    n = 65535
+    header = b"".join((n.to_bytes(8, "little"), (1).to_bytes(8, "little"),
+                       (0).to_bytes(8, "little"), n.to_bytes(8, "little"),
+                       (1).to_bytes(2, "little"), (20).to_bytes(2, "little"),
+                       (1).to_bytes(2, "little")))
+    con.call("CF.LOADCHUNK", "big", 1, header)
+    sent = 0
+    for i in range(n):
+        if i % 21:
+            con.send("CF.LOADCHUNK", "big", i + 2, bytes([i % 255 + 1]))
+            sent += 1
+    for _ in range(sent):
+        con.read()
+    return [("CF.COMPACT", "big")]
+
+
+def sc_cf_full_insert(con, gib):
+    # The longest eviction walks the options allow: a full non-scaling filter of 2 buckets of
+    # 255 with MAXITERATIONS 65535; each of 200 items walks 65 535 evictions, finds no room and
+    # undoes them (answers -1). Independent of --gib.
+    con.call("CF.RESERVE", "big", 510, "BUCKETSIZE", 255, "MAXITERATIONS", 65535, "EXPANSION", 0)
+    i = 0
+    while con.call("CF.INSERT", "big", "ITEMS", *["f%d" % (i + j) for j in range(50)]).count(1) == 50:
+        i += 50
+    return [("CF.INSERT", "big", "ITEMS", *["q%d" % j for j in range(200)])]
+
+
 def report_fork(con):
     return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
 
@@ -380,6 +411,10 @@ SCENARIOS = {
     "cf-compact": ([], sc_cf_compact, "CF.COMPACT, 2 sub-filters of {h} GiB, the newest empty"),
     "cf-compact-touched": ([], sc_cf_compact_touched,
                            "CF.COMPACT, 2 sub-filters of {h} GiB, the newest full"),
+    "cf-compact-many": ([], sc_cf_compact_many,
+                        "CF.COMPACT, 65 535 one-slot sub-filters, 1 in 21 empty"),
+    "cf-full-insert": ([], sc_cf_full_insert,
+                       "CF.INSERT of 200 items into a full 2 x 255 filter, MAXITERATIONS 65535"),
 }
 
 

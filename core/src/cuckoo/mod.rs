@@ -164,7 +164,7 @@ impl SubFilter {
     fn free_slot(&self, l: &Lookup, b: Shape) -> Option<usize> {
         for h in [l.h1, l.h2] {
             let s = Self::bucket_start(h, b);
-            if let Some(i) = self.data[s..s + b.size].iter().position(|&x| x == 0) {
+            if let Some(i) = memchr::memchr(0, &self.data[s..s + b.size]) {
                 return Some(s + i);
             }
         }
@@ -464,14 +464,17 @@ impl Cuckoo {
             std::mem::swap(&mut f.data[at], &mut fp);
             index = reduce(alt_index(fp, index), n);
             let s = (index * bs) as usize;
-            if let Some(i) = f.data[s..s + bs as usize].iter().position(|&b| b == 0) {
+            if let Some(i) = memchr::memchr(0, &f.data[s..s + bs as usize]) {
                 f.data[s + i] = fp;
                 return true;
             }
-            victim = (victim + 1) % bs;
+            victim += 1;
+            if victim == bs {
+                victim = 0;
+            }
         }
         for _ in 0..iterations {
-            victim = (victim + bs - 1) % bs;
+            victim = if victim == 0 { bs - 1 } else { victim - 1 };
             index = reduce(alt_index(fp, index), n);
             let at = (index * bs + victim) as usize;
             std::mem::swap(&mut f.data[at], &mut fp);
