@@ -161,10 +161,11 @@ impl SubFilter {
     }
 
     /// Index in `data` of the first empty slot of bucket `h1`, else of `h2`.
+    #[inline(always)]
     fn free_slot(&self, l: &Lookup, b: Shape) -> Option<usize> {
         for h in [l.h1, l.h2] {
             let s = Self::bucket_start(h, b);
-            if let Some(i) = memchr::memchr(0, &self.data[s..s + b.size]) {
+            if let Some(i) = empty_slot(&self.data[s..s + b.size]) {
                 return Some(s + i);
             }
         }
@@ -464,7 +465,7 @@ impl Cuckoo {
             std::mem::swap(&mut f.data[at], &mut fp);
             index = reduce(alt_index(fp, index), n);
             let s = (index * bs) as usize;
-            if let Some(i) = memchr::memchr(0, &f.data[s..s + bs as usize]) {
+            if let Some(i) = empty_slot(&f.data[s..s + bs as usize]) {
                 f.data[s + i] = fp;
                 return true;
             }
@@ -622,10 +623,13 @@ fn compact_one(
     // Slot by slot in order, skipping empty runs a block at a time (a big sub-filter is mostly
     // empty after deletions, or never written).
     let mut from = 0;
+    // A fingerprint's bucket is its slot over the bucket size: a prepared divisor, since a
+    // hardware division would take half the time of a dense compaction.
+    let per_bucket = strength_reduce::StrengthReducedUsize::new(bs);
     while let Some(at_slot) = next_occupied(&cur.data, from) {
         from = at_slot + 1;
         let fp = cur.data[at_slot];
-        let bucket = (at_slot / bs) as u64;
+        let bucket = (at_slot / per_bucket) as u64;
         let l = Lookup {
             fp,
             h1: bucket,
@@ -655,6 +659,17 @@ fn compact_one(
         }
     }
     all
+}
+
+/// The first empty slot (0) of a bucket: a plain loop for the usual few slots, `memchr` for
+/// big buckets (up to 255 slots, where an eviction walk of 65 535 steps scans one each step).
+#[inline]
+fn empty_slot(bucket: &[u8]) -> Option<usize> {
+    if bucket.len() <= 16 {
+        bucket.iter().position(|&b| b == 0)
+    } else {
+        memchr::memchr(0, bucket)
+    }
 }
 
 /// The first non-zero byte of `data` at or after `from`. Whole 64-byte blocks are tested at
