@@ -102,7 +102,7 @@ impl Lookup {
 ///
 /// Only the table is kept (16 bytes, as RedisBloom's sub-filter record): its bucket count is
 /// the table's length over the filter's bucket size ([`SubFilter::buckets`]), which the filter
-/// knows without a division for its first sub-filter ([`Cuckoo::buckets_at`]).
+/// knows without a division for its first sub-filter ([`Cuckoo::shape_of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubFilter {
     /// The slots, bucket after bucket: `buckets × bucket_size` bytes, 0 = empty.
