@@ -7,7 +7,8 @@
 # Env:   GIB (filter size, default 2), ROUNDS (default 3), SCENARIOS (space-separated subset of
 #        idle reserve grow del del-lazy unlink unlink-lazy flushall-async chain-del chain-many-del
 #        chain-unlink chain-expire chain-evict chain-evict-lazy evict evict-lazy window-unlink
-#        window-idle-add copy-sparse copy-dense bgsave-after-del bgsave-later cf-reserve cf-del),
+#        window-idle-add copy-sparse copy-dense bgsave-after-del bgsave-later cf-reserve cf-del
+#        cf-compact cf-compact-touched cf-compact-many cf-full-insert),
 #        REDIS_SERVER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
