@@ -43,8 +43,7 @@ fn limit_memory(con: &mut Connection) {
     // machine, leaves more room than the headroom: a Redis 8.0 replica once grew a 1.2 GB
     // layer under its limit).
     for _ in 0..5 {
-        let limit = common::proc_vm_bytes(&pid, "VmSize") + HEADROOM;
-        common::limit_address_space(con, HEADROOM);
+        let limit = common::limit_address_space(con, HEADROOM);
         std::thread::sleep(Duration::from_millis(300));
         if common::proc_vm_bytes(&pid, "VmSize") + HEADROOM + (16 << 20) >= limit {
             break;

@@ -1089,8 +1089,8 @@ pub fn proc_vm_bytes(pid: impl std::fmt::Display, name: &str) -> u64 {
 }
 
 /// Limits the address space (`RLIMIT_AS`, as `ulimit -v`) of the server behind `con` to its
-/// current `VmSize` plus `headroom` bytes, with `prlimit` (util-linux).
-pub fn limit_address_space(con: &mut redis::Connection, headroom: u64) {
+/// current `VmSize` plus `headroom` bytes, with `prlimit` (util-linux); returns that limit (bytes).
+pub fn limit_address_space(con: &mut redis::Connection, headroom: u64) -> u64 {
     let pid = info_str(con, "server", "process_id");
     let limit = proc_vm_bytes(&pid, "VmSize") + headroom;
     let out = std::process::Command::new("prlimit")
@@ -1100,6 +1100,7 @@ pub fn limit_address_space(con: &mut redis::Connection, headroom: u64) {
         .output()
         .expect("prlimit (util-linux) is needed");
     assert!(out.status.success(), "prlimit: {out:?}");
+    limit
 }
 
 /// Waits up to `timeout` for the server process to exit; true if it did.

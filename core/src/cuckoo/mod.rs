@@ -521,7 +521,9 @@ impl Cuckoo {
             .enumerate()
             .map(|(i, f)| self.shape_of(i, f))
             .collect();
-        let mut open = (filters.len() > SKIP_FULL_FROM).then(|| OpenSubFilters::new(&filters));
+        // The newest sub-filter is never a target: its free slots are not counted.
+        let mut open = (filters.len() > SKIP_FULL_FROM)
+            .then(|| OpenSubFilters::new(&filters[..filters.len() - 1]));
         let bs = usize::from(self.bucket_size);
         let mut i = filters.len();
         while i > 1 {
@@ -561,14 +563,15 @@ struct OpenSubFilters {
 }
 
 impl OpenSubFilters {
-    fn new(filters: &[SubFilter]) -> OpenSubFilters {
-        let free: Vec<u64> = filters
+    /// Tracks `targets`, the sub-filters fingerprints may move into (all but the newest).
+    fn new(targets: &[SubFilter]) -> OpenSubFilters {
+        let free: Vec<u64> = targets
             .iter()
             .map(|f| f.data.iter().filter(|&&b| b == 0).count() as u64)
             .collect();
-        let next = (0..filters.len()).collect();
+        let next = (0..targets.len()).collect();
         let mut open = OpenSubFilters { free, next };
-        for i in 0..filters.len() {
+        for i in 0..targets.len() {
             if open.free[i] == 0 {
                 open.next[i] = i + 1;
             }
