@@ -879,6 +879,79 @@ fn mexists_on_a_big_filter_matches_exists() {
     }
 }
 
+/// CF.INSERT and CF.INSERTNX on filters big enough for their prefetching ring (tables of at
+/// least 1 MiB) store exactly what CF.ADD / CF.ADDNX store item by item: every reply and every
+/// byte (CF.SCANDUMP) the same, for batches of every length around the ring's size, with
+/// duplicates, and with the filter growing new sub-filters inside a batch (bucket size 1 and
+/// one eviction make insertions fail early).
+#[test]
+fn insert_on_a_big_filter_matches_add_item_by_item() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let items: Vec<String> = (0..700_000).map(|i| format!("g:{}", i % 650_000)).collect();
+    for (nx, batch, add) in [
+        (false, "CF.INSERT", "CF.ADD"),
+        (true, "CF.INSERTNX", "CF.ADDNX"),
+    ] {
+        for key in ["batched", "single"] {
+            let _: () = cmd("CF.RESERVE")
+                .arg(key)
+                .arg(1 << 20)
+                .arg("BUCKETSIZE")
+                .arg(1)
+                .arg("MAXITERATIONS")
+                .arg(1)
+                .query(&mut con)
+                .unwrap();
+        }
+        let mut batched = Vec::new();
+        let mut at = 0;
+        for len in [1, 15, 16, 17, 33, 1000, 65_536].iter().cycle() {
+            if at == items.len() {
+                break;
+            }
+            let end = (at + len).min(items.len());
+            let r: Vec<i64> = cmd(batch)
+                .arg("batched")
+                .arg("ITEMS")
+                .arg(&items[at..end])
+                .query(&mut con)
+                .unwrap();
+            batched.extend(r);
+            at = end;
+        }
+        let mut single = Vec::new();
+        for part in items.chunks(10_000) {
+            let mut pipe = redis::pipe();
+            for it in part {
+                pipe.cmd(add).arg("single").arg(it);
+            }
+            let r: Vec<i64> = pipe.query(&mut con).unwrap();
+            single.extend(r);
+        }
+        assert_eq!(batched, single, "{batch}: replies");
+        let dump = common::cf_scandump(&mut con, b"batched");
+        assert!(
+            dump.len() > 2,
+            "{batch}: the filter grew ({} chunks)",
+            dump.len()
+        );
+        assert_eq!(
+            dump,
+            common::cf_scandump(&mut con, b"single"),
+            "{batch}: bytes"
+        );
+        if nx {
+            assert!(batched.contains(&0), "{batch}: duplicates answered 0");
+        }
+        let _: () = cmd("DEL")
+            .arg("batched")
+            .arg("single")
+            .query(&mut con)
+            .unwrap();
+    }
+}
+
 /// Keyspace notifications (class `d`): `cf.reserve` on creation (before the add's event),
 /// `cf.add` when an add stored an item, `cf.del` when CF.DEL removed a copy, `cf.compact`;
 /// nothing for reads, refusals and writes that changed nothing.

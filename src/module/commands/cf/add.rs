@@ -204,43 +204,52 @@ fn add(ctx: &Context, args: &[Arg], items: &[Arg], o: &Options, d: &CfDefaults) 
     // The items to replicate once one was refused: those before it and every later one not
     // refused (None while nothing was refused, the command is then replicated as sent).
     let mut kept: Option<Vec<*mut raw::RedisModuleString>> = None;
-    // Items are hashed a group at a time; on a big filter their buckets are prefetched before
-    // the first of the group is inserted, so that their cache misses overlap.
+    // On a big filter each item is hashed and its buckets prefetched LOOKUPS_IN_FLIGHT items
+    // before it is inserted (a ring of prepared lookups), so that the cache misses of that
+    // many items overlap; on a small one (in cache) item by item.
     let prefetching = worth_prefetching(cf);
-    let mut lookups = [Item::from_hash(0); LOOKUPS_IN_FLIGHT];
-    for (g, group) in items.chunks(LOOKUPS_IN_FLIGHT).enumerate() {
-        for (l, item) in lookups.iter_mut().zip(group) {
+    let mut ring = [Item::from_hash(0); LOOKUPS_IN_FLIGHT];
+    if prefetching {
+        for (l, item) in ring.iter_mut().zip(items) {
             *l = Item::of(item.as_slice());
-            if prefetching {
-                prefetch(cf, l);
-            }
+            prefetch(cf, l, !o.nx);
         }
-        for (j, (item, l)) in group.iter().zip(&lookups).enumerate() {
-            let n = g * LOOKUPS_IN_FLIGHT + j;
-            let r = grower.insert(ctx, cf, l, o.nx, key_name, o);
-            match r {
-                Insert::Inserted | Insert::Exists => {
-                    let inserted = r == Insert::Inserted;
-                    stored += usize::from(inserted);
-                    if o.nx {
-                        send_int(ctx, i64::from(inserted));
-                    } else {
-                        send_bool(ctx, true);
-                    }
-                    if let Some(k) = kept.as_mut() {
-                        k.push(item.inner);
-                    }
+    }
+    for (n, item) in items.iter().enumerate() {
+        let l = &if prefetching {
+            let slot = &mut ring[n % LOOKUPS_IN_FLIGHT];
+            let l = *slot;
+            if let Some(ahead) = items.get(n + LOOKUPS_IN_FLIGHT) {
+                *slot = Item::of(ahead.as_slice());
+                prefetch(cf, slot, !o.nx);
+            }
+            l
+        } else {
+            Item::of(item.as_slice())
+        };
+        let r = grower.insert(ctx, cf, l, o.nx, key_name, o);
+        match r {
+            Insert::Inserted | Insert::Exists => {
+                let inserted = r == Insert::Inserted;
+                stored += usize::from(inserted);
+                if o.nx {
+                    send_int(ctx, i64::from(inserted));
+                } else {
+                    send_bool(ctx, true);
                 }
-                Insert::Full | Insert::CannotGrow => {
-                    let r3 = *resp3.get_or_insert_with(|| common::is_resp3(ctx));
-                    if r3 && !o.nx {
-                        send_bool(ctx, false);
-                    } else {
-                        send_int(ctx, -1);
-                    }
-                    if kept.is_none() {
-                        kept = Some(items[..n].iter().map(|a| a.inner).collect());
-                    }
+                if let Some(k) = kept.as_mut() {
+                    k.push(item.inner);
+                }
+            }
+            Insert::Full | Insert::CannotGrow => {
+                let r3 = *resp3.get_or_insert_with(|| common::is_resp3(ctx));
+                if r3 && !o.nx {
+                    send_bool(ctx, false);
+                } else {
+                    send_int(ctx, -1);
+                }
+                if kept.is_none() {
+                    kept = Some(items[..n].iter().map(|a| a.inner).collect());
                 }
             }
         }

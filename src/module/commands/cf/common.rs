@@ -223,11 +223,20 @@ pub fn worth_prefetching(cf: &Cuckoo) -> bool {
     cf.filters.iter().any(|f| f.bytes() >= PREFETCH_MIN_BYTES)
 }
 
-/// Asks the CPU to start loading both buckets of `l` in every big sub-filter of `cf`, without
-/// waiting: a hint that changes no result.
+/// Asks the CPU to start loading both buckets of `l` in the big sub-filters of `cf` that the
+/// command will read, without waiting: a hint that changes no result. `newest_only`: only
+/// the newest sub-filter, for a plain insertion (CF.ADD / CF.INSERT), which looks for a free
+/// slot there first and reads an older one only when both its buckets are full there; else
+/// every sub-filter, for an insertion that first asks whether the item is present
+/// (CF.ADDNX / CF.INSERTNX), which reads them all.
 #[inline]
-pub fn prefetch(cf: &Cuckoo, l: &cuckoo::Lookup) {
-    for (i, f) in cf.filters.iter().enumerate() {
+pub fn prefetch(cf: &Cuckoo, l: &cuckoo::Lookup, newest_only: bool) {
+    let first = if newest_only {
+        cf.filters.len().saturating_sub(1)
+    } else {
+        0
+    };
+    for (i, f) in cf.filters.iter().enumerate().skip(first) {
         if f.bytes() < PREFETCH_MIN_BYTES {
             continue;
         }
