@@ -47,7 +47,7 @@ fn chernoff_lower(mu: f64) -> f64 {
 /// fingerprints `f` and buckets `b` of whether `f` is in bucket `b` or in its alternate
 /// `alt(f, b)` of any sub-filter. (None unless all sub-filters have the same bucket count.)
 fn table_rate(cf: &Cuckoo) -> Option<f64> {
-    let n = cf.buckets;
+    let n = cf.buckets();
     if cf.bucket_counts().any(|b| b != n) {
         return None;
     }

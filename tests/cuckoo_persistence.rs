@@ -169,7 +169,7 @@ fn expected_info(cf: &Cuckoo) -> Vec<Value> {
     let f = |k: &str, v: u64| [Value::SimpleString(k.into()), Value::Int(v as i64)];
     [
         f("Size", cf.mem_usage()),
-        f("Number of buckets", cf.buckets),
+        f("Number of buckets", cf.buckets()),
         f("Number of filters", cf.filters.len() as u64),
         f("Number of items inserted", cf.items),
         f("Number of items deleted", cf.deletes),
@@ -184,7 +184,7 @@ fn expected_debug(cf: &Cuckoo) -> String {
     format!(
         "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
         cf.bucket_size,
-        cf.buckets,
+        cf.buckets(),
         cf.items,
         cf.deletes,
         cf.filters.len(),

@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(dump::encode_header(&cf), expected, "header round trip");
         assert!(cf.table_bytes() <= MEMORY_BOUND);
         assert!(cf.expansion <= limits.max_expansion);
-        assert!(cf.buckets.is_power_of_two());
+        assert!(cf.buckets().is_power_of_two());
         assert!(cuckoo_common::conforming(&cf));
         cuckoo_common::invariants(&cf);
         Some(cf)

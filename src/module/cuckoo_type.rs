@@ -219,7 +219,7 @@ pub fn try_clone(cf: &Cuckoo) -> Option<Cuckoo> {
         filters.push(SubFilter { data });
     }
     Some(Cuckoo {
-        buckets: cf.buckets,
+        buckets_log2: cf.buckets_log2,
         items: cf.items,
         deletes: cf.deletes,
         bucket_size: cf.bucket_size,

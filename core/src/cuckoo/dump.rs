@@ -32,7 +32,7 @@ pub enum Scan<'a> {
 pub fn encode_header(cf: &Cuckoo) -> [u8; HEADER_BYTES] {
     let mut out = [0u8; HEADER_BYTES];
     out[0..8].copy_from_slice(&cf.items.to_le_bytes());
-    out[8..16].copy_from_slice(&cf.buckets.to_le_bytes());
+    out[8..16].copy_from_slice(&cf.buckets().to_le_bytes());
     out[16..24].copy_from_slice(&cf.deletes.to_le_bytes());
     out[24..32].copy_from_slice(&(cf.filters.len() as u64).to_le_bytes());
     out[32..34].copy_from_slice(&cf.bucket_size.to_le_bytes());
@@ -115,7 +115,7 @@ pub fn decode_header(h: &Header, limits: HeaderLimits, max_bytes: u64) -> Option
         return None;
     }
     let mut cf = Cuckoo {
-        buckets: h.buckets,
+        buckets_log2: h.buckets.trailing_zeros() as u8,
         items: h.items,
         deletes: h.deletes,
         bucket_size: h.bucket_size,

@@ -229,8 +229,9 @@ pub enum CuckooError {
 /// A cuckoo filter: its parameters, counters and sub-filters (oldest first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cuckoo {
-    /// Buckets of the first sub-filter (a power of two).
-    pub buckets: u64,
+    /// Log2 of the buckets of the first sub-filter (a power of two, at most 2^56:
+    /// [`Cuckoo::buckets`]). A byte rather than the count, so that the record is 40 bytes.
+    pub buckets_log2: u8,
     /// Items stored (insertions minus deletions).
     pub items: u64,
     /// Deletions since the last compaction.
@@ -242,8 +243,9 @@ pub struct Cuckoo {
     /// Growth factor of the bucket count per sub-filter (a power of two, or 0: non-scaling).
     pub expansion: u16,
     /// The sub-filters, oldest first; never empty. A boxed slice (16 bytes, no spare
-    /// capacity): with it the filter is 48 bytes, as RedisBloom's record with its allocator's
-    /// rounding.
+    /// capacity): with it the filter is 40 bytes, as RedisBloom's record, so that both take
+    /// the same allocation on every allocator (40 bytes where the size classes have 8-byte
+    /// steps, as Redis 8's jemalloc; 48 with 16-byte steps, as Debian's Redis 7.0).
     pub filters: Box<[SubFilter]>,
 }
 
@@ -293,7 +295,7 @@ impl Cuckoo {
         }
         let expansion = next_pow2(u64::from(expansion)) as u16;
         Ok(Cuckoo {
-            buckets,
+            buckets_log2: buckets.trailing_zeros() as u8,
             items: 0,
             deletes: 0,
             bucket_size,
@@ -303,11 +305,17 @@ impl Cuckoo {
         })
     }
 
+    /// Buckets of the first sub-filter: `2^buckets_log2` (the header's bucket count).
+    #[inline]
+    pub fn buckets(&self) -> u64 {
+        1 << self.buckets_log2
+    }
+
     /// Buckets sub-filter `i` has: `buckets × expansion^i` (None past 56 bits, or for `i ≥ 1`
     /// with expansion 0).
     pub fn buckets_of(&self, i: usize) -> Option<u64> {
         let growth = u64::from(self.expansion).checked_pow(u32::try_from(i).ok()?)?;
-        let n = self.buckets.checked_mul(growth)?;
+        let n = self.buckets().checked_mul(growth)?;
         (n > 0 && n <= MAX_BUCKETS).then_some(n)
     }
 
@@ -316,7 +324,7 @@ impl Cuckoo {
     #[inline]
     pub fn shape_of(&self, i: usize, f: &SubFilter) -> Shape {
         let buckets = if i == 0 {
-            self.buckets
+            self.buckets()
         } else {
             f.buckets(self.bucket_size)
         };
@@ -699,11 +707,11 @@ fn next_occupied(data: &[u8], from: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// Per-filter memory: the filter is 48 bytes and a sub-filter 16, which the allocator
-    /// rounds as RedisBloom's 40-byte filter and 16-byte sub-filter records.
+    /// Per-filter memory: the filter is 40 bytes and a sub-filter 16, as RedisBloom's filter
+    /// and sub-filter records, so the allocator rounds both alike.
     #[test]
     fn struct_sizes() {
-        assert_eq!(std::mem::size_of::<Cuckoo>(), 48);
+        assert_eq!(std::mem::size_of::<Cuckoo>(), 40);
         assert_eq!(std::mem::size_of::<SubFilter>(), 16);
     }
 
@@ -729,7 +737,7 @@ mod tests {
     #[test]
     fn add_check_delete_count() {
         let mut cf = Cuckoo::new(1000, 2, 20, 1, u64::MAX).unwrap();
-        assert_eq!(cf.buckets, 512);
+        assert_eq!(cf.buckets(), 512);
         for i in 0..300u32 {
             assert_eq!(
                 cf.insert(format!("i{i}").as_bytes(), false, u64::MAX),

@@ -17,7 +17,7 @@ pub const ENCODING_VERSION: i32 = 4;
 /// Writes `cf` in the encoding-version-4 layout.
 pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
     w.write_unsigned(cf.filters.len() as u64);
-    w.write_unsigned(cf.buckets);
+    w.write_unsigned(cf.buckets());
     w.write_unsigned(cf.items);
     w.write_unsigned(cf.deletes);
     w.write_unsigned(u64::from(cf.bucket_size));
@@ -71,8 +71,9 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         return Err(DecodeError);
     }
     let mut filters: Vec<SubFilter> = Vec::new();
+    let buckets_log2 = buckets.trailing_zeros() as u8;
     let shape = Cuckoo {
-        buckets,
+        buckets_log2,
         items,
         deletes,
         bucket_size,
@@ -99,7 +100,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         });
     }
     Ok(Cuckoo {
-        buckets,
+        buckets_log2,
         items,
         deletes,
         bucket_size,

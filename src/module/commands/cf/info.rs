@@ -26,7 +26,7 @@ pub fn info_fields(cf: &Cuckoo) -> Vec<(&'static str, Reply)> {
     let counter = |v: u64| Reply::Int(v as i64);
     vec![
         ("Size", int(cf.mem_usage())),
-        ("Number of buckets", int(cf.buckets)),
+        ("Number of buckets", int(cf.buckets())),
         ("Number of filters", int(cf.filters.len() as u64)),
         ("Number of items inserted", counter(cf.items)),
         ("Number of items deleted", counter(cf.deletes)),
@@ -52,7 +52,7 @@ pub fn debug_text(cf: &Cuckoo) -> String {
     format!(
         "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
         cf.bucket_size,
-        cf.buckets,
+        cf.buckets(),
         cf.items,
         cf.deletes,
         cf.filters.len(),
