@@ -63,8 +63,11 @@ for module in "$@"; do
   VG_PID=
   # out.PID.1 and .2 are the server's two dumps; the child's file is the other out.* (the
   # server's own final dump is out.PID).
-  server=$(ls "$dir"/out.*.1 | sed 's/\.1$//')
-  child=$(ls "$dir"/out.* | grep -v "^$server" | head -1)
+  server='' child=''
+  for f in "$dir"/out.*.1; do server=${f%.1}; done
+  for f in "$dir"/out.*; do
+    case $f in "$server" | "$server".*) ;; *) child=$f ;; esac
+  done
   printf '%-24s SAVE %14s   DEBUG RELOAD %14s   BGREWRITEAOF (child) %12s\n' "$name" \
     "$(total "$server.1")" "$(total "$server.2")" "$(total "$child")"
 done
