@@ -28,46 +28,25 @@ if [ $# -lt 2 ] || [ ${#modules[@]} -eq 0 ]; then
   exit 2
 fi
 shift
-command -v valgrind >/dev/null || { echo "instructions.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/redis-bf-instructions.XXXXXX)
-VG_PID=
-PORT=
-cleanup() {
-  if [ -n "$VG_PID" ] && kill -0 "$VG_PID" 2>/dev/null; then
-    redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || kill "$VG_PID" 2>/dev/null || true
-    wait "$VG_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+. bench/callgrind.sh
 
 echo "$("$SERVER" --version | cut -d' ' -f3); $N commands after $WARMUP, pipeline $PIPELINE: $*"
 for module in "${modules[@]}"; do
   name=$(basename "$module" .so)
-  dir=$WORK/$name
-  mkdir -p "$dir"
-  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  valgrind --tool=callgrind --callgrind-out-file="$dir/out.%p" --dump-instr=no \
-    "$SERVER" --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-    --loadmodule "$(realpath "$module")" --logfile "$dir/server.log" >"$dir/valgrind.log" 2>&1 &
-  VG_PID=$!
-  for _ in $(seq 300); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -p "$PORT" ping >/dev/null 2>&1 || { cat "$dir/valgrind.log" "$dir/server.log" >&2; exit 1; }
+  cg_start "$name" "$module"
   # shellcheck disable=SC2086
   [ -z "${SETUP:-}" ] || redis-cli -p "$PORT" $SETUP >/dev/null
   redis-benchmark -p "$PORT" -q -r 1000000000 -n "$WARMUP" -P "$PIPELINE" "$@" >/dev/null
   callgrind_control -z "$VG_PID" >/dev/null 2>&1
   redis-benchmark -p "$PORT" -q -r 1000000000 -n "$N" -P "$PIPELINE" "$@" >/dev/null
   callgrind_control -d counted "$VG_PID" >/dev/null 2>&1
-  redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
-  wait "$VG_PID" 2>/dev/null || true
-  VG_PID=
-  out=$(ls "$dir"/out.*.1)
-  total=$(awk '/^(summary|totals):/ {print $2; exit}' "$out")
+  cg_stop
+  out=("$CG_DIR"/out.*.1)
+  total=$(cg_total "${out[0]}")
   awk -v n="$N" -v t="$total" -v m="$name" 'BEGIN {printf "%-24s %8.0f instructions per command\n", m, t / n}'
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$KEEP"
-    cp "$out" "$KEEP/$name.callgrind"
+    cp "${out[0]}" "$KEEP/$name.callgrind"
   fi
 done
