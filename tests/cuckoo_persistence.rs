@@ -814,7 +814,13 @@ fn info_counters_follow_cf_writes() {
     let _: () = cmd("CF.ADD auto x").query(&mut c).unwrap();
     let n = cf_counters(&mut c);
     assert_eq!((n[0], n[2]), (2, core.items + 1));
+    // Valkey frees a FLUSHALL in the background by default (lazyfree-lazy-user-flush): the
+    // counters reach 0 once the server's lazyfree thread has freed the filters.
     let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cf_counters(&mut c) != [0; 4] && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(cf_counters(&mut c), [0; 4]);
 }
 
