@@ -115,7 +115,7 @@ pub fn decode_header(h: &Header, limits: HeaderLimits, max_bytes: u64) -> Option
         return None;
     }
     let mut cf = Cuckoo {
-        buckets_log2: h.buckets.trailing_zeros() as u8,
+        buckets_log2: super::log2_of_buckets(h.buckets),
         items: h.items,
         deletes: h.deletes,
         bucket_size: h.bucket_size,

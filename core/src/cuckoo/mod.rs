@@ -268,6 +268,13 @@ pub fn buckets_for(capacity: u64, bucket_size: u16) -> u64 {
     next_pow2(capacity / u64::from(bucket_size.max(1))).max(1)
 }
 
+/// [`Cuckoo::buckets_log2`] of a first bucket count, which every caller has checked to be a
+/// power of two (creation, RDB load, `CF.LOADCHUNK` header).
+pub(crate) fn log2_of_buckets(buckets: u64) -> u8 {
+    debug_assert!(buckets.is_power_of_two(), "{buckets}");
+    buckets.trailing_zeros() as u8
+}
+
 impl Cuckoo {
     /// A new filter (`CF.RESERVE`, auto-creation): one empty sub-filter of
     /// [`buckets_for`]`(capacity, bucket_size)` buckets; `expansion` is rounded up to a
@@ -295,7 +302,7 @@ impl Cuckoo {
         }
         let expansion = next_pow2(u64::from(expansion)) as u16;
         Ok(Cuckoo {
-            buckets_log2: buckets.trailing_zeros() as u8,
+            buckets_log2: log2_of_buckets(buckets),
             items: 0,
             deletes: 0,
             bucket_size,

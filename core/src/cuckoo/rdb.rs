@@ -71,7 +71,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         return Err(DecodeError);
     }
     let mut filters: Vec<SubFilter> = Vec::new();
-    let buckets_log2 = buckets.trailing_zeros() as u8;
+    let buckets_log2 = super::log2_of_buckets(buckets);
     let shape = Cuckoo {
         buckets_log2,
         items,
