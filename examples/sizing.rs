@@ -1,7 +1,7 @@
 //! How big a filter is, and what happens past its capacity, computed with the crate's pure
 //! core (`redis_bf::bloom`, the sizing code the module runs; no server needed, nothing is
 //! allocated). The tables of docs/sizing.md ("Sizing a filter") are this program's output, and
-//! `tests/sizing_table.rs` checks that they still are.
+//! `tests/bloom_sizing_table.rs` checks that they still are.
 //!
 //! ```sh
 //! cargo run --release --example sizing                      # the tables of docs/sizing.md

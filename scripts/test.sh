@@ -112,9 +112,10 @@ servers_ready
 step "cargo test (Redis 7.0: everything)" bash -c 'set -o pipefail; cargo test --release --workspace --no-fail-fast 2>&1 | tee "$0"' "$log"
 # The matrix (docs/testing.md "Servers"): the server-facing integration tests again on each
 # other server. The tests that loop over common::servers() already ran on all of them above.
-MATRIX_TESTS=(commands cases golden fixtures legacy malformed persistence aof_commands replication crash
-  cluster window_cluster operability module_load window window_clock freeing memory_pressure hostile
-  heap_allocations docs_examples cuckoo_commands cuckoo_persistence)
+MATRIX_TESTS=(bloom_commands bloom_cases bloom_golden bloom_fixtures bloom_legacy bloom_malformed
+  bloom_persistence bloom_aof_commands bloom_replication crash cluster bloom_window_cluster operability
+  module_load bloom_window bloom_window_clock freeing memory_pressure hostile bloom_heap_allocations
+  docs_examples cuckoo_commands cuckoo_persistence)
 # name:variable[:skipped tests].
 for entry in "redis 7.4:REDIS74_SERVER" "redis 8.0:REDIS80_SERVER" "redis 8.6:REDIS86_SERVER" \
   "valkey 9.1:VALKEY_SERVER"; do

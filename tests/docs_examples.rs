@@ -243,7 +243,7 @@ fn unknown_names(code: &str) -> Vec<String> {
 #[test]
 fn quoted_shell_commands_name_what_exists() {
     assert_eq!(
-        unknown_names("cargo test --release --test commands --test no_such_file"),
+        unknown_names("cargo test --release --test bloom_commands --test no_such_file"),
         ["cargo --test no_such_file: no such target"]
     );
     assert_eq!(

@@ -21,7 +21,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The module path of a file relative to `src/`: `lib.rs` → [], `module/mod.rs` →
-/// [module], `module/commands/add.rs` → [module, commands, add].
+/// [module], `module/bloom/commands/add.rs` → [module, bloom, commands, add].
 fn module_path(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .iter()
@@ -218,8 +218,10 @@ fn no_import_cycle_between_files() {
     let graph = import_graph(&src);
     // The graph is real: the commands depend on the filter kinds, which depend on the types.
     let deps = |f: &str| graph.get(Path::new(f)).cloned().unwrap_or_default();
-    assert!(deps("module/commands/add.rs").contains(Path::new("module/filter/mod.rs")));
-    assert!(deps("module/filter/window.rs").contains(Path::new("module/window_type.rs")));
+    assert!(deps("module/bloom/commands/add.rs").contains(Path::new("module/bloom/filter/mod.rs")));
+    assert!(
+        deps("module/bloom/filter/window.rs").contains(Path::new("module/bloom/window_type.rs"))
+    );
     assert!(deps("module/stats.rs").contains(Path::new("module/alloc.rs")));
     if let Some(cycle) = find_cycle(&graph) {
         let names: Vec<String> = cycle.iter().map(|p| p.display().to_string()).collect();

@@ -333,7 +333,7 @@ fn a_module_older_than_a_source_is_refused() {
         "build.rs",
         "src/lib.rs",
         "src/module/mod.rs",
-        "core/src/layer.rs",
+        "core/src/bloom/layer.rs",
     ];
     let t0 = SystemTime::now() - Duration::from_secs(3600);
     for f in files {

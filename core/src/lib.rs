@@ -41,13 +41,12 @@
 
 #![forbid(unsafe_code)]
 
-pub mod chain;
+pub mod bloom;
 pub mod cuckoo;
-pub mod dump;
 pub mod hash;
-pub mod layer;
-pub mod rdb;
-pub mod window;
+
+// The Bloom family's modules, also at the crate root where users have always found them.
+pub use bloom::{chain, dump, layer, rdb, window};
 
 pub use chain::{AddError, AddOutcome, Chain};
 pub use cuckoo::Cuckoo;

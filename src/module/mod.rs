@@ -4,13 +4,11 @@
 
 pub mod alloc;
 pub mod args;
-pub mod bloom_type;
+pub mod bloom;
 pub mod command_info;
-pub mod commands;
 pub mod config;
 pub mod counter;
-pub mod cuckoo_type;
-pub mod filter;
+pub mod cuckoo;
 pub mod load_guard;
 pub mod memory;
 pub mod pages;
@@ -19,20 +17,20 @@ pub mod server;
 pub mod slot_migration;
 pub mod stats;
 pub mod version;
-pub mod window_type;
 
 pub use version::MODULE_VERSION;
 
 use args::Arg;
-use bloom_type::BLOOM_TYPE;
-use commands::{add, cf, dump, exists, info, reserve};
-use cuckoo_type::CUCKOO_TYPE;
+use bloom::bloom_type::BLOOM_TYPE;
+use bloom::commands::{add, dump, exists, info, reserve};
+use bloom::window_type::WINDOW_TYPE;
+use cuckoo::commands as cf;
+use cuckoo::cuckoo_type::CUCKOO_TYPE;
 use redis_module::{raw, redis_module, AclCategory, Context, RedisString, Status};
 use reply::Reply;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use window_type::WINDOW_TYPE;
 
 /// The C signature of a command handler.
 type RawCommand = unsafe extern "C" fn(
@@ -175,7 +173,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     memory::set_detached_context(ctx);
-    if let Err(msg) = filter::window::register_clock(ctx) {
+    if let Err(msg) = bloom::filter::window::register_clock(ctx) {
         ctx.log_warning(&format!(
             "redis-bf: cannot follow the event loop for window filters' clock: {msg}"
         ));
@@ -204,7 +202,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         (c"bf.scandump", raw_scandump, READ, c"read bloom"),
         (c"bf.loadchunk", raw_loadchunk, WRITE, c"write bloom"),
         // RedisBloom 8's flags and categories. CF.COMPACT and CF.DEBUG are `readonly` there
-        // too (CF.COMPACT refuses to run on a replica itself: `commands/cf/del.rs`).
+        // too (CF.COMPACT refuses to run on a replica itself: `cuckoo/commands/del.rs`).
         (c"cf.reserve", raw_cf_reserve, WRITE, c"write fast cuckoo"),
         (c"cf.add", raw_cf_add, WRITE, c"write cuckoo"),
         (c"cf.addnx", raw_cf_addnx, WRITE, c"write cuckoo"),

@@ -1,5 +1,5 @@
-//! Helpers shared by `tests/fixtures.rs`, `tests/legacy.rs`, `tests/malformed.rs`,
-//! `tests/hostile.rs` and `tests/cases.rs` (its RESP client):
+//! Helpers shared by `tests/bloom_fixtures.rs`, `tests/bloom_legacy.rs`, `tests/bloom_malformed.rs`,
+//! `tests/hostile.rs` and `tests/bloom_cases.rs` (its RESP client):
 //! a raw pipelining RESP2/RESP3 client, a launcher for redis-server on a prepared directory,
 //! Redis' CRC64, an RDB module-value / DUMP-payload builder, C's `%g`, and an independent
 //! model of RedisBloom's filter written from `docs/format.md` (`docs/format.md` ("Hashing") hashing,
@@ -11,7 +11,7 @@
 pub use super::common::crc64;
 use crate::common;
 use redis_bf::bloom::hash::{murmur2_32, murmur64a};
-pub use redis_bf::module::commands::info::format_g;
+pub use redis_bf::module::bloom::commands::info::format_g;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -175,7 +175,7 @@ pub fn info_bf(c: &mut Connection) -> [u64; 4] {
     }
     let names = ["bf_filters", "bf_layers", "bf_items", "bf_bytes"];
     // Active defrag's counters and the bytes the background thread has yet to free are
-    // checked by tests/bigfilters.rs, the allocation count by tests/heap_allocations.rs; here
+    // checked by tests/bigfilters.rs, the allocation count by tests/bloom_heap_allocations.rs; here
     // they must be present and nothing else (the cuckoo counters: tests/cuckoo_persistence.rs).
     let others = [
         "bf_cf_filters",

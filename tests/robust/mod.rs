@@ -1,4 +1,4 @@
-//! Helpers shared by the robustness suites (`replication.rs`, `cluster.rs`, `crash.rs`,
+//! Helpers shared by the robustness suites (`bloom_replication.rs`, `cluster.rs`, `crash.rs`,
 //! `hostile.rs`): deterministic randomness, INFO fields, waiting, SCANDUMP walks, batched
 //! membership checks and exact error texts.
 #![allow(dead_code)]
