@@ -19,6 +19,9 @@ set -uo pipefail
 count="${SWITCH_CHECK_COUNT:-1000}"
 shown="${SWITCH_CHECK_SHOW:-5}"
 cli=(redis-cli "$@")
+# redis-cli's stderr (connection errors, the warning about -a) is kept apart from its replies.
+errs="$(mktemp)"
+trap 'rm -f "$errs"' EXIT
 
 # type name | family | commands
 families=(
@@ -33,10 +36,10 @@ fail() {
 }
 
 # `INFO keyspace` names the databases that hold keys (db0:keys=...).
-info="$("${cli[@]}" INFO keyspace 2>&1)" || fail "redis-cli ${*} INFO keyspace failed: $info"
+info="$("${cli[@]}" INFO keyspace 2>"$errs")"
 case "$info" in
   *"# Keyspace"*) ;;
-  *) fail "no INFO keyspace reply from the server (${info:-nothing}); check the redis-cli options" ;;
+  *) fail "no INFO keyspace reply from the server (${info:-$(cat "$errs")}); check the redis-cli options" ;;
 esac
 dbs=$(printf '%s\n' "$info" | tr -d '\r' | sed -n 's/^db\([0-9][0-9]*\):keys=.*/\1/p')
 
@@ -52,12 +55,12 @@ for db in $dbs; do
       #   1) "cursor"
       #   2) 1) "key"
       #      2) "other key"
-      out="$("${cli[@]}" -n "$db" --no-raw SCAN "$cursor" COUNT "$count" TYPE "$type" 2>&1)" || true
+      out="$("${cli[@]}" -n "$db" --no-raw SCAN "$cursor" COUNT "$count" TYPE "$type" 2>"$errs")"
       case "$out" in
         *"(error)"*"nknown type"*)
           # A server that does not know the type name (no module registers it) has no such key.
           break ;;
-        *"(error)"*|"") fail "db$db: SCAN ... TYPE $type: ${out:-no reply}" ;;
+        *"(error)"*|"") fail "db$db: SCAN ... TYPE $type: ${out:-$(cat "$errs")}" ;;
       esac
       next=$(printf '%s\n' "$out" | sed -n '1s/^1) "\([0-9]*\)"$/\1/p')
       [ -n "$next" ] || fail "db$db: unexpected SCAN reply: $out"

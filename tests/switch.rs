@@ -10,7 +10,10 @@
 
 mod common;
 
-use common::{exit_status_within, free_port, server_command, stop_child, wait_pong, Server};
+use common::{
+    bare_server_command, exit_status_within, free_port, server_command, stop_child, wait_pong,
+    Server,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -52,7 +55,8 @@ fn stub_path() -> PathBuf {
 }
 
 /// A server with the stub module alone (redis-bf registers the same type names, so the two
-/// are never loaded together). Killed and its directory removed on drop.
+/// are never loaded together), or with no module at all. Killed and its directory removed on
+/// drop.
 struct StubServer {
     port: u16,
     dir: tempfile::TempDir,
@@ -60,28 +64,25 @@ struct StubServer {
 }
 
 impl StubServer {
+    /// A server with the stub.
     fn start(bin: &str) -> StubServer {
+        StubServer::start_with(bin, Some(stub_path()))
+    }
+
+    /// A server with `module` only, if any.
+    fn start_with(bin: &str, module: Option<PathBuf>) -> StubServer {
         let dir = tempfile::Builder::new()
             .prefix("redis-bf-stub")
             .tempdir()
             .unwrap();
         for _ in 0..5 {
             let port = free_port();
-            let child = Command::new(bin)
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                ])
-                .arg("--dir")
-                .arg(dir.path())
-                .arg("--logfile")
-                .arg(dir.path().join("stub.log"))
-                .arg("--loadmodule")
-                .arg(stub_path())
+            let log = dir.path().join("stub.log");
+            let mut cmd = bare_server_command(bin, port, dir.path(), Some(&log));
+            if let Some(m) = &module {
+                cmd.arg("--loadmodule").arg(m);
+            }
+            let child = cmd
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -110,12 +111,14 @@ impl Drop for StubServer {
     }
 }
 
-/// Runs `scripts/switch-check.sh -p PORT` and returns (exit code, stdout, stderr).
-fn switch_check(port: u16) -> (i32, String, String) {
+/// Runs `scripts/switch-check.sh -h 127.0.0.1 -p PORT <more>` and returns (exit code, stdout,
+/// stderr).
+fn switch_check(port: u16, more: &[&str]) -> (i32, String, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/switch-check.sh");
     let out = Command::new("bash")
         .arg(script)
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(more)
         .output()
         .expect("bash");
     (
@@ -165,7 +168,7 @@ fn check_script_lists_the_keys_of_each_family_per_database() {
                 .exec(&mut con)
                 .unwrap();
         }
-        let (code, out, err) = switch_check(stub.port);
+        let (code, out, err) = switch_check(stub.port, &[]);
         assert_eq!(code, 1, "{name}: exit code; stdout:\n{out}\nstderr:\n{err}");
         let lines: Vec<&str> = out.lines().collect();
         // (the start of a line, the names it must quote)
@@ -219,14 +222,37 @@ fn check_script_lists_the_keys_of_each_family_per_database() {
         ] {
             common::cmd(line).exec(&mut con).unwrap();
         }
-        let (code, out, err) = switch_check(s.port);
+        // Without and with a password (`-a`, whose warning on stderr is no reply).
+        common::cmd("CONFIG SET requirepass sec-ret")
+            .exec(&mut con)
+            .unwrap();
+        let (code, out, err) = switch_check(s.port, &[]);
+        assert_eq!(
+            code, 2,
+            "{name}: no password; stdout:\n{out}\nstderr:\n{err}"
+        );
+        assert!(err.contains("NOAUTH"), "{name}: {err}");
+        let (code, out, err) = switch_check(s.port, &["-a", "sec-ret"]);
         assert_eq!(code, 0, "{name}: exit code; stdout:\n{out}\nstderr:\n{err}");
         assert_eq!(
             out, "switch-check: no Count-Min sketch, Top-K or T-Digest keys in any database.\n",
             "{name}"
         );
+        // A server without modules, where no module registers the type names (Valkey 9.1
+        // answers SCAN ... TYPE with `ERR unknown type name`, the others with no keys).
+        let bare = StubServer::start_with(&bin, None);
+        common::cmd("SET s v").exec(&mut bare.conn()).unwrap();
+        let (code, out, err) = switch_check(bare.port, &[]);
+        assert_eq!(
+            code, 0,
+            "{name}: no modules; stdout:\n{out}\nstderr:\n{err}"
+        );
+        assert_eq!(
+            out, "switch-check: no Count-Min sketch, Top-K or T-Digest keys in any database.\n",
+            "{name}"
+        );
         // No server there: exit 2.
-        let (code, _, err) = switch_check(free_port());
+        let (code, _, err) = switch_check(free_port(), &[]);
         assert_eq!(code, 2, "{name}: no server: {err}");
     }
 }
