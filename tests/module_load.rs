@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{free_port, module_path, newer_source, server_binary, Server};
+use common::{bare_server_command, free_port, module_path, newer_source, server_binary, Server};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 /// RedisBloom's version encoding: major·10000 + minor·100 + patch.
@@ -258,19 +258,7 @@ fn refused_after(first: &Path) -> String {
 fn run_refused_after(first: &Path) -> (std::process::ExitStatus, String) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let mut child = Command::new(server_binary())
-        .args([
-            "--port",
-            &free_port().to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--logfile")
-        .arg(&log)
+    let mut child = bare_server_command(&server_binary(), free_port(), dir.path(), Some(&log))
         .arg("--loadmodule")
         .arg(first)
         .arg("--loadmodule")

@@ -16,6 +16,7 @@ pub mod reply;
 pub mod server;
 pub mod slot_migration;
 pub mod stats;
+pub mod unsupported_types;
 pub mod version;
 
 pub use version::MODULE_VERSION;
@@ -31,6 +32,7 @@ use reply::Reply;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use unsupported_types::{CMS_PLACEHOLDER, TDIGEST_PLACEHOLDER, TOPK_PLACEHOLDER};
 
 /// The C signature of a command handler.
 type RawCommand = unsafe extern "C" fn(
@@ -238,7 +240,9 @@ redis_module! {
     name: "bf",
     version: MODULE_VERSION,
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
-    data_types: [BLOOM_TYPE, WINDOW_TYPE, CUCKOO_TYPE],
+    // The placeholders only explain, in the log, why a value of RedisBloom's other families is
+    // refused (`unsupported_types.rs`).
+    data_types: [BLOOM_TYPE, WINDOW_TYPE, CUCKOO_TYPE, CMS_PLACEHOLDER, TOPK_PLACEHOLDER, TDIGEST_PLACEHOLDER],
     acl_categories: ["bloom", "cuckoo",],
     init: init,
     // Commands are registered in `init` (register_raw), all served by `dispatch`.

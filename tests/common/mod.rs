@@ -53,10 +53,17 @@ fn find_module() -> PathBuf {
     p
 }
 
-/// The start of every test server's command line: `bin --port PORT --bind 127.0.0.1 --dir
-/// DIR --save "" --daemonize no [--logfile LOG] --loadmodule MODULE`. The caller adds the
-/// module's arguments next, then any `--name value` options.
+/// The start of every test server's command line: [`bare_server_command`], then `--loadmodule
+/// MODULE`. The caller adds the module's arguments next, then any `--name value` options.
 pub fn server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> Command {
+    let mut cmd = bare_server_command(bin, port, dir, log);
+    cmd.arg("--loadmodule").arg(module_path());
+    cmd
+}
+
+/// A test server's command line without redis-bf: `bin --port PORT --bind 127.0.0.1 --dir DIR
+/// --save "" --daemonize no [--logfile LOG]`, for the caller's `--loadmodule` lines.
+pub fn bare_server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("--port")
         .arg(port.to_string())
@@ -71,7 +78,6 @@ pub fn server_command(bin: &str, port: u16, dir: &Path, log: Option<&Path>) -> C
     if let Some(log) = log {
         cmd.arg("--logfile").arg(log);
     }
-    cmd.arg("--loadmodule").arg(module_path());
     cmd
 }
 
