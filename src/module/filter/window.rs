@@ -86,16 +86,31 @@ pub fn now_ms(ctx: &Context) -> u64 {
     now_with(ctx.get_flags())
 }
 
+/// The server's cached time of the top-level command that runs now
+/// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2 and Valkey; 0 on Redis 7.0): the same
+/// throughout one script or `EXEC` (until it runs past the busy-script threshold), and
+/// another for the next top-level command once the clock moved.
+fn command_stamp() -> u64 {
+    // SAFETY: reading an API pointer set once by RedisModule_Init; the function only reads the
+    // server's cached time.
+    unsafe { raw::RedisModule_CachedMicroseconds.map_or(0, |f| f() as u64) }
+}
+
+/// The [`command_stamp`] of the command that took `FROZEN_MS`.
+static FROZEN_STAMP: AtomicU64 = AtomicU64::new(0);
+
 /// [`now_ms`] for a command whose context flags are `flags` (read once by the caller).
 pub fn now_with(flags: ContextFlags) -> u64 {
     let base = if flags.intersects(ContextFlags::LUA | ContextFlags::MULTI) {
+        let stamp = command_stamp();
         match FROZEN_MS.load(Ordering::Relaxed) {
-            0 => {
+            frozen if frozen != 0 && stamp == FROZEN_STAMP.load(Ordering::Relaxed) => frozen,
+            _ => {
                 let now = system_ms();
                 FROZEN_MS.store(now, Ordering::Relaxed);
+                FROZEN_STAMP.store(stamp, Ordering::Relaxed);
                 now
             }
-            frozen => frozen,
         }
     } else {
         system_ms()
