@@ -28,8 +28,8 @@
 //!
 //! The clock ([`now_ms`]) is the system clock in milliseconds since the Unix epoch, plus the
 //! signed offset in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use
-//! (for testing servers whose clocks disagree; unset in production), frozen inside a script or
-//! a transaction.
+//! (for testing servers whose clocks disagree; unset in production), frozen inside a script, a
+//! function or a transaction and taken afresh by the next one (see [`now_ms`]).
 
 use super::shared::{chunk_error, Added, Creation, InfoField, Replication};
 use crate::bloom::dump::ChunkError;
@@ -75,13 +75,25 @@ static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 /// The time window filters read: milliseconds since the Unix epoch (the system clock) plus
 /// `REDIS_BF_CLOCK_OFFSET_MS`, frozen inside a Lua script, a function or `MULTI`/`EXEC`, as
 /// Redis freezes its own clock there for key expiry (so `BF.ADD w x` then `BF.EXISTS w x` in
-/// one script answers 1 however long the script runs), and taken afresh for the next one. The
-/// module freezes it itself (`FROZEN_MS`): the first window command inside a script, function
-/// or `EXEC` reads the system clock and keeps it; the command filter of [`register_clock`]
-/// forgets it whenever a client's `EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`, `FCALL`
-/// or `FCALL_RO` is about to run outside any script or transaction, so no script or
-/// transaction reuses another's time. (The server's cached time,
-/// `RedisModule_CachedMicroseconds`, Redis ≥ 7.2, moves inside a long script on Redis 7.4.)
+/// one script answers 1 however long the script runs), and taken afresh for the next one, even
+/// in the same pipeline or event-loop iteration.
+///
+/// The module freezes it itself (`FROZEN_MS`): the first window command inside a script,
+/// function or `EXEC` reads the system clock and keeps it (never earlier, so an add is never
+/// recorded before it was made). Three things forget it, so that no top-level command reuses
+/// another's time:
+/// - the command filter of [`register_clock`], when a client's `EXEC`, `EVAL`, `EVALSHA`,
+///   `EVAL_RO`, `EVALSHA_RO`, `FCALL` or `FCALL_RO` is about to run outside any script or
+///   transaction (the only signal on Redis 7.0);
+/// - a change of the server's cached command time ([`command_stamp`], Redis ≥ 7.2 and Valkey),
+///   which the kept time records: those servers run a command held by `CLIENT PAUSE` again
+///   without calling command filters, and their cached time is fixed for one top-level command
+///   (it moves inside a script only once the script runs past `busy-reply-threshold`, when
+///   the time is taken afresh, forward);
+/// - the event-loop hook of [`register_clock`], between iterations.
+///
+/// The cached time serves only to tell top-level commands apart, not as the clock: servers
+/// refresh it lazily (Redis 8 between commands only once the monotonic clock moved 10 µs).
 pub fn now_ms(ctx: &Context) -> u64 {
     now_with(ctx.get_flags())
 }
