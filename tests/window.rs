@@ -809,7 +809,7 @@ fn time_stands_still_inside_scripts_and_transactions() {
     for (name, bin) in common::servers() {
         let server = Server::start_on(&bin, &[], &[]);
         let mut con = server.conn();
-        for key in ["script", "multi", "between"] {
+        for key in ["script", "multi", "nested", "between"] {
             reserve(&mut con, key, 0.01, 100, 1);
         }
         let r: i64 = redis::cmd("EVAL")
@@ -834,12 +834,33 @@ fn time_stands_still_inside_scripts_and_transactions() {
             .query(&mut con)
             .unwrap();
         assert_eq!((added, exists), (1, 1), "{name}: inside MULTI/EXEC");
+        // A script inside the transaction shares the transaction's time.
+        let (added, exists): (i64, i64) = redis::pipe()
+            .atomic()
+            .cmd("BF.ADD")
+            .arg("nested")
+            .arg("x")
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.03")
+            .ignore()
+            .cmd("EVAL")
+            .arg("return redis.call('BF.EXISTS', KEYS[1], 'x')")
+            .arg(1)
+            .arg("nested")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(
+            (added, exists),
+            (1, 1),
+            "{name}: a script inside MULTI/EXEC"
+        );
         // Between commands time moves: 30 ms is 120 generations of a 1 ms window.
         let _: i64 = common::cmd("BF.ADD between x").query(&mut con).unwrap();
         std::thread::sleep(Duration::from_millis(30));
         let r: i64 = common::cmd("BF.EXISTS between x").query(&mut con).unwrap();
         assert_eq!(r, 0, "{name}: outside a script the item ages out");
-        for key in ["script", "multi"] {
+        for key in ["script", "multi", "nested"] {
             let r: i64 = common::cmd("BF.EXISTS")
                 .arg(key)
                 .arg("x")
