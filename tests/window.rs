@@ -892,10 +892,10 @@ const LIBRARY: &str = "#!lua name=wclock\n\
     redis.register_function('add', function(keys, args) \
     return redis.call('BF.ADD', keys[1], args[1]) end)";
 
-/// A window of 100 ms, and a pause of 300 ms: past 1.25 windows, so an add recorded at the
+/// A window of 100 ms, and a pause of 200 ms: past 1.25 windows, so an add recorded at the
 /// time before the pause is forgotten right after it.
 const SHORT_WINDOW: u64 = 100;
-const PAUSE_MS: u64 = 300;
+const PAUSE_MS: u64 = 200;
 
 /// One step of a pipeline: an add of `item` to `w` by a transaction, a script or a function,
 /// or holding the server for [`PAUSE_MS`].

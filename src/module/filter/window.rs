@@ -85,7 +85,7 @@ static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 /// - the command filter of [`register_clock`], when a client's `EXEC`, `EVAL`, `EVALSHA`,
 ///   `EVAL_RO`, `EVALSHA_RO`, `FCALL` or `FCALL_RO` is about to run outside any script or
 ///   transaction (the only signal on Redis 7.0);
-/// - a change of the server's cached command time ([`command_stamp`], Redis ≥ 7.2 and Valkey),
+/// - a change of the server's cached command time (`command_stamp`, Redis ≥ 7.2 and Valkey),
 ///   which the kept time records: those servers run a command held by `CLIENT PAUSE` again
 ///   without calling command filters, and their cached time is fixed for one top-level command
 ///   (it moves inside a script only once the script runs past `busy-reply-threshold`, when
