@@ -6,6 +6,7 @@
 //! never makes a correct filter fail.
 
 mod common;
+mod robust;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -800,20 +801,19 @@ fn admission_and_edges() {
 /// long it runs against a 1 ms window. On every supported server.
 #[test]
 fn time_stands_still_inside_scripts_and_transactions() {
-    // Busy-waits 30 ms (the server's TIME), then checks.
-    const SCRIPT: &str = "redis.call('BF.ADD', KEYS[1], 'x'); \
-        local function us() local t = redis.call('TIME'); \
-        return tonumber(t[1]) * 1000000 + tonumber(t[2]) end; \
-        local start = us(); while us() - start < 30000 do end; \
-        return redis.call('BF.EXISTS', KEYS[1], 'x')";
+    // Busy-waits 30 ms, then checks.
+    let script = format!(
+        "redis.call('BF.ADD', KEYS[1], 'x'); {HOLD} hold(30); \
+        return redis.call('BF.EXISTS', KEYS[1], 'x')"
+    );
     for (name, bin) in common::servers() {
         let server = Server::start_on(&bin, &[], &[]);
         let mut con = server.conn();
-        for key in ["script", "multi", "between"] {
+        for key in ["script", "multi", "nested", "between"] {
             reserve(&mut con, key, 0.01, 100, 1);
         }
         let r: i64 = redis::cmd("EVAL")
-            .arg(SCRIPT)
+            .arg(&script)
             .arg(1)
             .arg("script")
             .query(&mut con)
@@ -834,12 +834,33 @@ fn time_stands_still_inside_scripts_and_transactions() {
             .query(&mut con)
             .unwrap();
         assert_eq!((added, exists), (1, 1), "{name}: inside MULTI/EXEC");
+        // A script inside the transaction shares the transaction's time.
+        let (added, exists): (i64, i64) = redis::pipe()
+            .atomic()
+            .cmd("BF.ADD")
+            .arg("nested")
+            .arg("x")
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.03")
+            .ignore()
+            .cmd("EVAL")
+            .arg("return redis.call('BF.EXISTS', KEYS[1], 'x')")
+            .arg(1)
+            .arg("nested")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(
+            (added, exists),
+            (1, 1),
+            "{name}: a script inside MULTI/EXEC"
+        );
         // Between commands time moves: 30 ms is 120 generations of a 1 ms window.
         let _: i64 = common::cmd("BF.ADD between x").query(&mut con).unwrap();
         std::thread::sleep(Duration::from_millis(30));
         let r: i64 = common::cmd("BF.EXISTS between x").query(&mut con).unwrap();
         assert_eq!(r, 0, "{name}: outside a script the item ages out");
-        for key in ["script", "multi"] {
+        for key in ["script", "multi", "nested"] {
             let r: i64 = common::cmd("BF.EXISTS")
                 .arg(key)
                 .arg("x")
@@ -847,6 +868,366 @@ fn time_stands_still_inside_scripts_and_transactions() {
                 .unwrap();
             assert_eq!(r, 0, "{name}: {key}, after it");
         }
+    }
+}
+
+/// Lua defining `hold(ms)`, which busy-waits at least `ms` milliseconds: on the process' CPU
+/// time (`os.clock`, Redis ≥ 7.2 and Valkey) where scripts have it, else on the server's
+/// `TIME`, which moves inside a script on Redis 7.0 (and stands still on later lines).
+const HOLD: &str = "local has_clock, clock = pcall(function() return os.clock end); \
+    local function us() if has_clock then return clock() * 1000000 end; \
+    local t = redis.call('TIME'); return tonumber(t[1]) * 1000000 + tonumber(t[2]) end; \
+    local function hold(ms) local start = us(); while us() - start < ms * 1000 do end end;";
+
+/// A script that holds the server `ARGV[1]` ms.
+fn busy_script() -> String {
+    format!("{HOLD} hold(tonumber(ARGV[1])); return 1")
+}
+
+/// Adds `ARGV[1]` to the window filter `KEYS[1]`.
+const ADD: &str = "return redis.call('BF.ADD', KEYS[1], ARGV[1])";
+
+/// The library of the FCALL cases: `add` as [`ADD`].
+const LIBRARY: &str = "#!lua name=wclock\n\
+    redis.register_function('add', function(keys, args) \
+    return redis.call('BF.ADD', keys[1], args[1]) end)";
+
+/// A window of 100 ms, and a pause of 200 ms: past 1.25 windows, so an add recorded at the
+/// time before the pause is forgotten right after it.
+const SHORT_WINDOW: u64 = 100;
+const PAUSE_MS: u64 = 200;
+
+/// One step of a pipeline: an add of `item` to `w` by a transaction, a script or a function,
+/// or holding the server for [`PAUSE_MS`].
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Multi(&'static str),
+    Eval(&'static str),
+    Fcall(&'static str),
+    DebugSleep,
+    BusyScript,
+}
+
+/// Appends `step` to `p`, ignoring its reply unless it is an add.
+fn push_step(p: &mut redis::Pipeline, step: Step) {
+    match step {
+        Step::Multi(item) => {
+            p.cmd("MULTI").ignore();
+            p.cmd("BF.ADD").arg("w").arg(item).ignore();
+            p.cmd("EXEC");
+        }
+        Step::Eval(item) => {
+            p.cmd("EVAL").arg(ADD).arg(1).arg("w").arg(item);
+        }
+        Step::Fcall(item) => {
+            p.cmd("FCALL").arg("add").arg(1).arg("w").arg(item);
+        }
+        Step::DebugSleep => {
+            p.cmd("DEBUG")
+                .arg("SLEEP")
+                .arg(PAUSE_MS as f64 / 1000.0)
+                .ignore();
+        }
+        Step::BusyScript => {
+            p.cmd("EVAL")
+                .arg(busy_script())
+                .arg(0)
+                .arg(PAUSE_MS)
+                .ignore();
+        }
+    }
+}
+
+/// The answer of an add step: `EXEC`'s `[1]` or a script's `1`.
+fn add_answer(v: &Value) -> i64 {
+    match v {
+        Value::Array(a) if a.len() == 1 => add_answer(&a[0]),
+        Value::Int(n) => *n,
+        other => panic!("unexpected add reply {other:?}"),
+    }
+}
+
+/// A server with the window filter `w` (100 ms) and the library `wclock`.
+fn clock_server(bin: &str) -> (Server, Connection) {
+    let server = Server::start_on(bin, &[], &[]);
+    let mut con = server.conn();
+    reserve(&mut con, "w", 0.01, 1000, SHORT_WINDOW);
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(LIBRARY)
+        .query(&mut con)
+        .unwrap();
+    (server, con)
+}
+
+/// Each script, function or transaction takes the time afresh, even when they arrive in one
+/// pipeline (one event-loop iteration) with the server held between them: an add is present
+/// right after it, however long ago the previous one froze its time. On every server.
+#[test]
+fn each_script_and_transaction_takes_the_time_afresh() {
+    use Step::*;
+    let cases: &[(&str, [Step; 3])] = &[
+        (
+            "MULTI/EXEC, DEBUG SLEEP",
+            [Multi("a"), DebugSleep, Multi("b")],
+        ),
+        (
+            "MULTI/EXEC, busy script",
+            [Multi("a"), BusyScript, Multi("b")],
+        ),
+        ("three EVALs", [Eval("a"), BusyScript, Eval("b")]),
+        ("FCALL, DEBUG SLEEP", [Fcall("a"), DebugSleep, Fcall("b")]),
+        ("EVAL then MULTI/EXEC", [Eval("a"), DebugSleep, Multi("b")]),
+    ];
+    let mut wrong = Vec::new();
+    for (name, bin) in common::servers() {
+        let (_server, mut con) = clock_server(&bin);
+        for (case, steps) in cases {
+            let _: i64 = common::cmd("DEL w").query(&mut con).unwrap();
+            reserve(&mut con, "w", 0.01, 1000, SHORT_WINDOW);
+            let mut p = redis::pipe();
+            for step in steps {
+                push_step(&mut p, *step);
+            }
+            p.cmd("BF.EXISTS").arg("w").arg("b");
+            let replies: Vec<Value> = p.query(&mut con).unwrap();
+            let answers: Vec<i64> = replies[..2].iter().map(add_answer).collect();
+            let exists = add_answer(&replies[2]);
+            if (&answers[..], exists) != (&[1, 1][..], 1) {
+                wrong.push(format!(
+                    "{name}: {case}: adds {answers:?}, then BF.EXISTS w b {exists} (want 1)"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Waits (up to 10 s) until client `id` is held by `CLIENT PAUSE` (flag `b` in CLIENT LIST).
+fn wait_postponed(control: &mut Connection, id: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let line: String = common::cmd("CLIENT LIST ID")
+            .arg(id)
+            .query(control)
+            .unwrap();
+        let flags = line
+            .split(' ')
+            .find_map(|f| f.strip_prefix("flags="))
+            .unwrap_or("");
+        if flags.contains('b') {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "client {id} not held: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Scripts, functions and transactions of several clients that run in one event-loop
+/// iteration (held by `CLIENT PAUSE … WRITE`, then released together by `CLIENT UNPAUSE`),
+/// with a client's busy script between them: each takes the time afresh. A held script is
+/// run again on release without passing the command filter (Redis ≥ 7.2, Valkey). On every
+/// server.
+#[test]
+fn clients_released_together_take_the_time_afresh() {
+    use Step::*;
+    let cases: &[(&str, Step, Step)] = &[
+        ("transactions", Multi("a"), Multi("b")),
+        ("scripts", Eval("a"), Eval("b")),
+        ("functions", Fcall("a"), Fcall("b")),
+        ("script then transaction", Eval("a"), Multi("b")),
+    ];
+    let mut wrong = Vec::new();
+    for (name, bin) in common::servers() {
+        let (server, mut control) = clock_server(&bin);
+        for (case, first, last) in cases {
+            let _: i64 = common::cmd("DEL w").query(&mut control).unwrap();
+            reserve(&mut control, "w", 0.01, 1000, SHORT_WINDOW);
+            let mut clients: Vec<(Connection, i64)> = (0..3)
+                .map(|_| {
+                    let mut c = server.conn();
+                    let id: i64 = common::cmd("CLIENT ID").query(&mut c).unwrap();
+                    (c, id)
+                })
+                .collect();
+            let _: String = common::cmd("CLIENT PAUSE 20000 WRITE")
+                .query(&mut control)
+                .unwrap();
+            for ((c, id), step) in clients.iter_mut().zip([*first, BusyScript, *last]) {
+                let mut p = redis::pipe();
+                push_step(&mut p, step);
+                p.cmd("BF.EXISTS").arg("w").arg("b");
+                c.send_packed_command(&p.get_packed_pipeline()).unwrap();
+                wait_postponed(&mut control, *id);
+            }
+            let _: String = common::cmd("CLIENT UNPAUSE").query(&mut control).unwrap();
+            // The last client's replies: (MULTI's OK, QUEUED,) the add's, then BF.EXISTS'.
+            let n = if matches!(last, Multi(_)) { 4 } else { 2 };
+            let con = &mut clients[2].0;
+            let replies: Vec<i64> = (0..n)
+                .map(|_| con.recv_response().unwrap())
+                .skip(n - 2)
+                .map(|v| add_answer(&v))
+                .collect();
+            if replies != [1, 1] {
+                wrong.push(format!(
+                    "{name}: {case}: add of b, then BF.EXISTS w b: {replies:?} (want [1, 1])"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The server's `TIME` reply in microseconds.
+fn time_us(v: &Value) -> u64 {
+    match v {
+        Value::Array(a) if a.len() == 2 => {
+            let part = |v: &Value| match v {
+                Value::BulkString(b) => std::str::from_utf8(b).unwrap().parse::<u64>().unwrap(),
+                other => panic!("unexpected TIME part {other:?}"),
+            };
+            part(&a[0]) * 1_000_000 + part(&a[1])
+        }
+        other => panic!("unexpected TIME reply {other:?}"),
+    }
+}
+
+/// Random interleavings, in pipelines, of plain adds, adds by transactions, scripts and
+/// functions, checks by plain commands and inside transactions, and the server held for 0–1.5
+/// windows (`DEBUG SLEEP` or a busy script), with the server's `TIME` around each: no
+/// acknowledged add is ever missing from a check that ended within the window after the add
+/// started (`check end ≤ add start + W`, both from `TIME`). On every server.
+#[test]
+fn random_interleavings_never_lose_an_add_within_its_window() {
+    let seed = robust::seed_from_env("BF_WINDOW_CLOCK_SEED");
+    let mut rng = common::Rng::new(seed);
+    let w_us = SHORT_WINDOW * 1000;
+    for (name, bin) in common::servers() {
+        let (_server, mut con) = clock_server(&bin);
+        let mut checked = 0;
+        for round in 0..4 {
+            // What each reply of the pipeline is, in order.
+            enum Slot {
+                Ignored,
+                Time,
+                Added(Vec<String>),
+                Checked(Vec<String>),
+            }
+            let mut p = redis::pipe();
+            let mut slots = Vec::new();
+            let mut items: Vec<String> = Vec::new();
+            for block in 0..14 {
+                let item = format!("{round}:{block}");
+                p.cmd("TIME");
+                slots.push(Slot::Time);
+                match rng.below(7) {
+                    0 => {
+                        p.cmd("BF.ADD").arg("w").arg(&item);
+                        slots.push(Slot::Added(vec![item.clone()]));
+                    }
+                    1 => {
+                        p.cmd("MULTI").ignore();
+                        p.cmd("BF.ADD").arg("w").arg(&item).ignore();
+                        p.cmd("BF.MEXISTS").arg("w").arg(&items).arg(&item).ignore();
+                        p.cmd("EXEC");
+                        // EXEC's reply: [add, [checks…, item]].
+                        let mut checks = items.clone();
+                        checks.push(item.clone());
+                        slots.push(Slot::Checked(checks));
+                    }
+                    2 => {
+                        p.cmd("EVAL").arg(ADD).arg(1).arg("w").arg(&item);
+                        slots.push(Slot::Added(vec![item.clone()]));
+                    }
+                    3 => {
+                        p.cmd("FCALL").arg("add").arg(1).arg("w").arg(&item);
+                        slots.push(Slot::Added(vec![item.clone()]));
+                    }
+                    4 => {
+                        let ms = rng.below(SHORT_WINDOW * 3 / 2);
+                        if rng.chance(50) {
+                            p.cmd("DEBUG").arg("SLEEP").arg(ms as f64 / 1000.0);
+                        } else {
+                            p.cmd("EVAL").arg(busy_script()).arg(0).arg(ms);
+                        }
+                        slots.push(Slot::Ignored);
+                    }
+                    _ => {
+                        if items.is_empty() {
+                            p.cmd("PING");
+                            slots.push(Slot::Ignored);
+                        } else {
+                            p.cmd("BF.MEXISTS").arg("w").arg(&items);
+                            slots.push(Slot::Checked(items.clone()));
+                        }
+                    }
+                }
+                if matches!(slots.last(), Some(Slot::Added(_))) {
+                    items.push(item);
+                } else if let Some(Slot::Checked(c)) = slots.last() {
+                    if c.last() == Some(&item) {
+                        items.push(item);
+                    }
+                }
+            }
+            p.cmd("TIME");
+            slots.push(Slot::Time);
+            let replies: Vec<Value> = p.query(&mut con).unwrap();
+            assert_eq!(replies.len(), slots.len(), "{name}: replies");
+            // The latest add start of each item (TIME before its block), and checks against
+            // it with the TIME after theirs.
+            let mut added_at: std::collections::HashMap<String, u64> = Default::default();
+            let mut last_time = 0;
+            let mut pending: Option<(Vec<String>, Vec<i64>)> = None;
+            for (slot, reply) in slots.iter().zip(&replies) {
+                match slot {
+                    Slot::Ignored => {}
+                    Slot::Time => {
+                        let t = time_us(reply);
+                        if let Some((names, answers)) = pending.take() {
+                            for (item, answer) in names.iter().zip(answers) {
+                                if t <= added_at[item] + w_us {
+                                    checked += 1;
+                                    assert_eq!(
+                                        answer,
+                                        1,
+                                        "{name}: {item} missing {} µs after its add \
+                                         (BF_WINDOW_CLOCK_SEED={seed})",
+                                        t - added_at[item]
+                                    );
+                                }
+                            }
+                        }
+                        last_time = t;
+                    }
+                    Slot::Added(names) => {
+                        assert_eq!(add_answer(reply), 1, "{name}: add of {names:?}");
+                        for n in names {
+                            added_at.insert(n.clone(), last_time);
+                        }
+                    }
+                    Slot::Checked(names) => {
+                        let answers: Vec<i64> = match reply {
+                            // EXEC: [add, [checks…]]; the add is the last name.
+                            Value::Array(a) if a.len() == 2 && matches!(a[1], Value::Array(_)) => {
+                                added_at.insert(names.last().unwrap().clone(), last_time);
+                                redis::from_redis_value(a[1].clone()).unwrap()
+                            }
+                            other => redis::from_redis_value(other.clone()).unwrap(),
+                        };
+                        pending = Some((names.clone(), answers));
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 0,
+            "{name}: nothing checked (BF_WINDOW_CLOCK_SEED={seed})"
+        );
     }
 }
 

@@ -180,15 +180,29 @@ pub fn abort_diverging(ctx: &Context, command: &str, key: &[u8], bytes: u64) {
 /// (`copy`): it reads the server's global flags.
 static DETACHED: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Keeps a detached context of the module for [`abort_copy_if_must_apply`]; called once by
-/// the module's `init`.
+/// Keeps a detached context of the module for [`abort_copy_if_must_apply`] and
+/// [`detached_flags`]; called once by the module's `init`.
 pub fn set_detached_context(ctx: &Context) {
     // SAFETY: the load context is live during OnLoad; a detached context lives as long as the
-    // module and is only read from the main thread (callbacks run there).
+    // module and is only read by callbacks, which run on the main thread or on a thread holding
+    // the server's lock (a command filter of another module's RedisModule_Call).
     let detached =
         unsafe { raw::RedisModule_GetDetachedThreadSafeContext.map(|get| get(ctx.get_raw())) };
     if let Some(d) = detached {
         DETACHED.store(d, Ordering::Relaxed);
+    }
+}
+
+/// The server's context flags read through the module's detached context
+/// ([`set_detached_context`]), for callbacks Redis gives no context (command filters): the
+/// global ones, such as `LUA` (a script or function runs) and `MULTI` (an `EXEC` runs). Empty
+/// before `set_detached_context`.
+pub fn detached_flags() -> ContextFlags {
+    let ctx = DETACHED.load(Ordering::Relaxed);
+    if ctx.is_null() {
+        ContextFlags::empty()
+    } else {
+        Context::new(ctx).get_flags()
     }
 }
 

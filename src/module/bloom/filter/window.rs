@@ -28,8 +28,8 @@
 //!
 //! The clock ([`now_ms`]) is the system clock in milliseconds since the Unix epoch, plus the
 //! signed offset in the environment variable `REDIS_BF_CLOCK_OFFSET_MS` read once at first use
-//! (for testing servers whose clocks disagree; unset in production), frozen inside a script or
-//! a transaction.
+//! (for testing servers whose clocks disagree; unset in production), frozen inside a script, a
+//! function or a transaction and taken afresh by the next one (see [`now_ms`]).
 
 use super::shared::{chunk_error, Added, Creation, InfoField, Replication};
 use crate::bloom::dump::ChunkError;
@@ -37,7 +37,7 @@ use crate::bloom::window::{self, Window, WindowAdd};
 use crate::bloom::AddError;
 use crate::module::args::{parse_i64, Arg};
 use crate::module::bloom::window_type::{footprint, free_elsewhere, get_mut, store};
-use crate::module::memory::{abort_diverging, new_array_budget};
+use crate::module::memory::{abort_diverging, detached_flags, new_array_budget};
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::RedisKeyWritable;
@@ -67,31 +67,62 @@ fn system_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The time frozen for the script or transaction that runs now: taken by the first window
-/// command of a script or `EXEC` and forgotten when the event loop moves on (a script or a
-/// transaction runs whole inside one event-loop iteration). 0: none taken.
+/// The time frozen for the script, function or transaction that runs now: taken by the first
+/// window command inside it and forgotten when the next top-level script, function or `EXEC`
+/// arrives ([`forget_at_top_level`]) and when the event loop moves on. 0: none taken.
 static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 
 /// The time window filters read: milliseconds since the Unix epoch (the system clock) plus
 /// `REDIS_BF_CLOCK_OFFSET_MS`, frozen inside a Lua script, a function or `MULTI`/`EXEC`, as
 /// Redis freezes its own clock there for key expiry (so `BF.ADD w x` then `BF.EXISTS w x` in
-/// one script answers 1 however long the script runs). The module freezes it itself
-/// (`FROZEN_MS`, reset by [`register_clock`]'s event-loop hook): the server's cached time
-/// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2) moves inside a long script on Redis 7.4.
+/// one script answers 1 however long the script runs), and taken afresh for the next one, even
+/// in the same pipeline or event-loop iteration.
+///
+/// The module freezes it itself (`FROZEN_MS`): the first window command inside a script,
+/// function or `EXEC` reads the system clock and keeps it (never earlier, so an add is never
+/// recorded before it was made). Three things forget it, so that no top-level command reuses
+/// another's time:
+/// - the command filter of [`register_clock`], when a client's `EXEC`, `EVAL`, `EVALSHA`,
+///   `EVAL_RO`, `EVALSHA_RO`, `FCALL` or `FCALL_RO` is about to run outside any script or
+///   transaction (the only signal on Redis 7.0);
+/// - a change of the server's cached command time (`command_stamp`, Redis ≥ 7.2 and Valkey),
+///   which the kept time records: those servers run a command held by `CLIENT PAUSE` again
+///   without calling command filters, and their cached time is fixed for one top-level command
+///   (it moves inside a script only once the script runs past `busy-reply-threshold`, when
+///   the time is taken afresh, forward);
+/// - the event-loop hook of [`register_clock`], between iterations.
+///
+/// The cached time serves only to tell top-level commands apart, not as the clock: servers
+/// refresh it lazily (Redis 8 between commands only once the monotonic clock moved 10 µs).
 pub fn now_ms(ctx: &Context) -> u64 {
     now_with(ctx.get_flags())
 }
 
+/// The server's cached time of the top-level command that runs now
+/// (`RedisModule_CachedMicroseconds`, Redis ≥ 7.2 and Valkey; 0 on Redis 7.0): the same
+/// throughout one script or `EXEC` (until it runs past the busy-script threshold), and
+/// another for the next top-level command once the clock moved.
+fn command_stamp() -> u64 {
+    // SAFETY: reading an API pointer set once by RedisModule_Init; the function only reads the
+    // server's cached time.
+    unsafe { raw::RedisModule_CachedMicroseconds.map_or(0, |f| f() as u64) }
+}
+
+/// The [`command_stamp`] of the command that took `FROZEN_MS`.
+static FROZEN_STAMP: AtomicU64 = AtomicU64::new(0);
+
 /// [`now_ms`] for a command whose context flags are `flags` (read once by the caller).
 pub fn now_with(flags: ContextFlags) -> u64 {
     let base = if flags.intersects(ContextFlags::LUA | ContextFlags::MULTI) {
+        let stamp = command_stamp();
         match FROZEN_MS.load(Ordering::Relaxed) {
-            0 => {
+            frozen if frozen != 0 && stamp == FROZEN_STAMP.load(Ordering::Relaxed) => frozen,
+            _ => {
                 let now = system_ms();
                 FROZEN_MS.store(now, Ordering::Relaxed);
+                FROZEN_STAMP.store(stamp, Ordering::Relaxed);
                 now
             }
-            frozen => frozen,
         }
     } else {
         system_ms()
@@ -99,12 +130,37 @@ pub fn now_with(flags: ContextFlags) -> u64 {
     base.saturating_add_signed(clock_offset_ms())
 }
 
-/// Subscribes to the event loop's events, to forget the frozen script time ([`now_ms`])
-/// between iterations. Called once by the module's `init`. Errors: the server refused the
-/// subscription (the frozen time would then never move again, so the module must not load).
+/// True for the name of a command that runs a script, a function or a transaction
+/// (`EXEC`, `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`, `FCALL`, `FCALL_RO`), in any case: the
+/// commands whose arrival starts a new frozen time. A handful of comparisons, since the
+/// command filter asks it of every command.
+pub fn starts_frozen_time(name: &[u8]) -> bool {
+    let candidates: &[&[u8]] = match name.len() {
+        4 => &[b"EXEC", b"EVAL"],
+        5 => &[b"FCALL"],
+        7 => &[b"EVALSHA", b"EVAL_RO"],
+        8 => &[b"FCALL_RO"],
+        10 => &[b"EVALSHA_RO"],
+        _ => return false,
+    };
+    candidates.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// Subscribes to what moves the frozen script time ([`now_ms`]) on: a command filter, which
+/// sees every command a client sends (and those scripts and other modules call) before it
+/// runs, and the event loop's events. Called once by the module's `init`. Errors: the server
+/// refused either (the frozen time could then be reused by a later script or transaction, so
+/// the module must not load).
 pub fn register_clock(ctx: &Context) -> Result<(), &'static str> {
-    // SAFETY: reading an API pointer set once by RedisModule_Init.
-    let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent }.ok_or("no server events")?;
+    // SAFETY: reading API pointers set once by RedisModule_Init.
+    let (subscribe, register_filter) = unsafe {
+        (
+            raw::RedisModule_SubscribeToServerEvent,
+            raw::RedisModule_RegisterCommandFilter,
+        )
+    };
+    let subscribe = subscribe.ok_or("no server events")?;
+    let register_filter = register_filter.ok_or("no command filters")?;
     let event = raw::RedisModuleEvent {
         id: raw::REDISMODULE_EVENT_EVENTLOOP,
         dataver: 1,
@@ -112,14 +168,20 @@ pub fn register_clock(ctx: &Context) -> Result<(), &'static str> {
     // SAFETY: the load context is live during OnLoad; the callback is a plain function that
     // only stores an atomic.
     let status = unsafe { subscribe(ctx.get_raw(), event, Some(forget_frozen_time)) };
-    if status == raw::REDISMODULE_OK as c_int {
-        Ok(())
-    } else {
-        Err("the server refused the event-loop subscription")
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err("the server refused the event-loop subscription");
     }
+    // SAFETY: as above; the filter only reads its command's name and stores an atomic. Flags
+    // 0: it also runs for the commands this module would call (it calls none).
+    let filter = unsafe { register_filter(ctx.get_raw(), Some(forget_at_top_level), 0) };
+    if filter.is_null() {
+        return Err("the server refused the command filter");
+    }
+    Ok(())
 }
 
-/// The event-loop hook of [`register_clock`].
+/// The event-loop hook of [`register_clock`]: between iterations no script or transaction
+/// runs, so none can reuse the frozen time through a path the command filter does not see.
 unsafe extern "C" fn forget_frozen_time(
     _ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
@@ -127,6 +189,40 @@ unsafe extern "C" fn forget_frozen_time(
     _data: *mut c_void,
 ) {
     FROZEN_MS.store(0, Ordering::Relaxed);
+}
+
+/// The command filter of [`register_clock`]: forgets the frozen time when the command about
+/// to run starts a script, a function or a transaction ([`starts_frozen_time`]) and no script
+/// or transaction is running (a script's `redis.call('EVAL', …)`, refused afterwards, or a
+/// module's call from inside an `EXEC` leaves it alone). Redis calls it for each command a
+/// client sends (for `EXEC` right before it runs), for each `redis.call` of a script and each
+/// `RedisModule_Call`.
+unsafe extern "C" fn forget_at_top_level(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    // SAFETY: `fctx` is live for this call; the name string belongs to the command (borrowed,
+    // not kept) and StringPtrLen only reads it.
+    let name = unsafe {
+        let (Some(arg), Some(ptr_len)) = (
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_StringPtrLen,
+        ) else {
+            return;
+        };
+        let s = arg(fctx, 0);
+        if s.is_null() {
+            return;
+        }
+        let mut len = 0usize;
+        let p = ptr_len(s, &mut len);
+        if p.is_null() {
+            return;
+        }
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
+    };
+    if starts_frozen_time(name)
+        && !detached_flags().intersects(ContextFlags::LUA | ContextFlags::MULTI)
+    {
+        FROZEN_MS.store(0, Ordering::Relaxed);
+    }
 }
 
 /// The generation a read asks the filter at: on a primary, the later of the filter's own and
