@@ -643,6 +643,10 @@ export class BloomFilter {
    * chunk would make the filter answer "absent" for items the server has).
    *
    * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer]>} chunks
+   * Work: O(H + B + C·log C) for a header of H bytes (at most 4096 layers) and C chunks of B
+   * bytes in all, in any order; at most 2 + ⌈log2(layers + 1)⌉ layer lookups per chunk
+   * (placeSteps); memory O(B + layers).
+   *
    * @param {{maxBytes?: number}} [opts] maxBytes: largest total of bit-array bytes accepted
    *   (default 1 GiB); a header announcing more is refused before anything is allocated.
    * @returns {BloomFilter}
@@ -873,7 +877,8 @@ export class CuckooFilter {
 
   /**
    * Decodes a header (the data CF.SCANDUMP returns for iterator 0) with CF.LOADCHUNK's checks,
-   * allocating nothing.
+   * allocating no table: one step and one small object per declared sub-filter (at most
+   * 65 535, the count's low 16 bits; with an expansion above 1, a header is refused within 57).
    * @param {Uint8Array} data
    * @param {{maxBytes?: number, maxExpansion?: number}} [opts]
    * @returns {CuckooFilter}
@@ -1003,6 +1008,10 @@ export class CuckooFilter {
    * with no pair at all (CF.SCANDUMP answers `[0, nil]` at once for a filter with no items) is
    * the empty filter. Every check of CF.LOADCHUNK applies, and the chunks must cover every
    * byte of every sub-filter.
+   *
+   * Work: O(S + B + C·log C) for S sub-filters declared by the header (at most 65 535, and at
+   * most maxBytes) and C chunks of B bytes in all, in any order; at most 2 + ⌈log2(S + 1)⌉
+   * sub-filter lookups per chunk (placeSteps); memory O(S + B).
    * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer|null]>} chunks
    * @param {{maxBytes?: number, maxExpansion?: number}} [opts] maxBytes: largest total of table
    *   bytes (default 1 GiB); maxExpansion: largest expansion (default 32768, RedisBloom 8's

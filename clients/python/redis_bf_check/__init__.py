@@ -472,6 +472,10 @@ class BloomFilter:
         more is refused (``OUT_OF_MEMORY``) before anything is allocated. Below it, the memory
         taken is what the chunks bring: nothing is allocated from the header alone. Raises
         :class:`ScandumpError`.
+
+        Work: O(H + B + C log C) for a header of H bytes (at most 4096 layers) and C chunks of B
+        bytes in all, in any order; at most ``2 + layer_count.bit_length()`` layer lookups per
+        chunk (:attr:`place_steps`); memory O(B + layers).
         """
         _check_max_bytes(max_bytes)
         filt: Optional[BloomFilter] = None
@@ -717,7 +721,9 @@ class CuckooFilter:
         cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES, max_expansion: int = CF_DEFAULT_MAX_EXPANSION
     ) -> "CuckooFilter":
         """Decodes a header (CF.SCANDUMP's data for iterator 0) with CF.LOADCHUNK's checks, in
-        the server's order, allocating nothing. Raises :class:`ScandumpError`."""
+        the server's order, allocating no table: one step and a few list entries per declared
+        sub-filter (at most 65 535, the count's low 16 bits; with an expansion above 1, a header
+        is refused within 57). Raises :class:`ScandumpError`."""
         _check_max_bytes(max_bytes)
         if isinstance(max_expansion, bool) or not isinstance(max_expansion, int) or not 0 <= max_expansion <= 0xFFFF:
             raise TypeError("max_expansion must be an int in 0..65535, not %r" % (max_expansion,))
@@ -833,7 +839,11 @@ class CuckooFilter:
         pair at all is the empty filter. Every CF.LOADCHUNK check applies and the chunks must
         cover every table byte. ``max_expansion``: largest expansion accepted (default 32768,
         RedisBloom 8's limit; the Redis 7 line accepts up to 65535). Raises
-        :class:`ScandumpError`."""
+        :class:`ScandumpError`.
+
+        Work: O(S + B + C log C) for S sub-filters declared by the header (at most 65 535, and at
+        most ``max_bytes``) and C chunks of B bytes in all, in any order; at most ``2 +
+        S.bit_length()`` sub-filter lookups per chunk (:attr:`place_steps`); memory O(S + B)."""
         filt: Optional[CuckooFilter] = None
         placed = []
         for pair in chunks:
