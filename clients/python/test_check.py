@@ -301,8 +301,13 @@ class Hostile(unittest.TestCase):
         f.apply_chunk(7, b"BBBB")  # bytes 2..6, written after: wins
         self.assertEqual(bytes(f.layers[0].data), b"AABBBBAA")
         f.apply_chunk(3, b"C")  # after the array was assembled
-        self.assertEqual(bytes(f.layers[0].data), b"ACBBBBAA")
+        assembled = f.layers[0].data
+        self.assertEqual(bytes(assembled), b"ACBBBBAA")
         self.assertEqual(bytes(f.layers[1].data), bytes(16))
+        # A later chunk is written into that array in place, not into a new copy of the layer.
+        f.apply_chunk(4, b"D")
+        self.assertIs(f.layers[0].data, assembled)
+        self.assertEqual(bytes(assembled), b"ACDBBBAA")
 
     def test_iterators(self):
         for value, code, words in ITERATORS:

@@ -224,8 +224,13 @@ class _Layer:
                     self._pieces = []
                     return self._data
         # Gaps, overlaps, or chunks over an assembled array: written in arrival order (a later
-        # chunk overwrites an earlier one, as BF.LOADCHUNK does).
-        buf = bytearray(self.nbytes) if self._data is None else bytearray(self._data)
+        # chunk overwrites an earlier one, as BF.LOADCHUNK does). An array already copied out
+        # (a bytearray: chunks are always kept as bytes) is written in place, so chunks applied
+        # between queries cost their own bytes, not the layer's each time.
+        if isinstance(self._data, bytearray):
+            buf = self._data
+        else:
+            buf = bytearray(self.nbytes) if self._data is None else bytearray(self._data)
         for off, chunk in pieces:
             buf[off : off + len(chunk)] = chunk
         self._data = buf
