@@ -351,7 +351,7 @@ class BloomFilter:
     @property
     def place_steps(self) -> int:
         """Layer lookups made placing chunks so far (:meth:`apply_chunk`, :meth:`from_scandump`):
-        one or two per chunk of a walk in order, at most ``2 + layer_count.bit_length()`` (14
+        one or two per chunk of a walk in order, at most ``2 + layer_count.bit_length()`` (15
         for 4096 layers) per chunk in any order. A deterministic measure of the work done."""
         return self._offsets.steps
 
