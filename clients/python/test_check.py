@@ -301,8 +301,13 @@ class Hostile(unittest.TestCase):
         f.apply_chunk(7, b"BBBB")  # bytes 2..6, written after: wins
         self.assertEqual(bytes(f.layers[0].data), b"AABBBBAA")
         f.apply_chunk(3, b"C")  # after the array was assembled
-        self.assertEqual(bytes(f.layers[0].data), b"ACBBBBAA")
+        assembled = f.layers[0].data
+        self.assertEqual(bytes(assembled), b"ACBBBBAA")
         self.assertEqual(bytes(f.layers[1].data), bytes(16))
+        # A later chunk is written into that array in place, not into a new copy of the layer.
+        f.apply_chunk(4, b"D")
+        self.assertIs(f.layers[0].data, assembled)
+        self.assertEqual(bytes(assembled), b"ACDBBBAA")
 
     def test_iterators(self):
         for value, code, words in ITERATORS:
@@ -362,6 +367,40 @@ class Hostile(unittest.TestCase):
             except ScandumpError:
                 refused += 1
         self.assertGreater(refused, 600)
+
+
+
+class Work(unittest.TestCase):
+    """Placing chunks costs a bounded number of layer lookups per chunk (``place_steps``),
+    whatever the layer count and the chunks' order: a checker that walks the layers for every
+    chunk makes about chunks x layers / 2 of them (8 million for 4096 layers of 2 bytes)."""
+
+    def test_one_byte_chunks_over_4096_layers(self):
+        layers, nbytes = 4096, 2
+        h = chain([layer_record(nbytes)] * layers)
+        # Layer j's bytes are j's low byte then its high byte, one chunk each.
+        ordered = [(2 + b, bytes([(b // nbytes) >> (8 * (b % nbytes)) & 0xFF])) for b in range(layers * nbytes)]
+        shuffled = ordered[:]
+        random.Random(7).shuffle(shuffled)
+        # (name, chunks, lookups allowed per chunk): 1-2 in a walk's order, 2 + 13 in any.
+        cases = [
+            ("in order", ordered, 2),
+            ("reversed", ordered[::-1], 2 + layers.bit_length()),
+            ("shuffled", shuffled, 2 + layers.bit_length()),
+        ]
+        for name, chunks, per_chunk in cases:
+            f = BloomFilter.from_scandump([(1, h)] + chunks)
+            self.assertLessEqual(f.place_steps, per_chunk * len(chunks), name)
+            self.assertGreaterEqual(f.place_steps, len(chunks), name)
+            for j in (0, 1, 255, 256, 4095):
+                self.assertEqual(bytes(f.layers[j].data), j.to_bytes(2, "little"), "%s: layer %d" % (name, j))
+        # A header alone, then one chunk in its last layer: one search, not a walk of the layers.
+        f = BloomFilter.decode_header(h)
+        self.assertEqual(f.apply_chunk(1 + layers * nbytes, b"\xff"), (layers * nbytes - 1, layers * nbytes))
+        self.assertLessEqual(f.place_steps, 2 + layers.bit_length())
+        with self.assertRaises(ScandumpError) as cm:
+            f.apply_chunk(2 + layers * nbytes, b"\xff")
+        self.assertEqual(cm.exception.code, "NO_LINK")
 
 
 if __name__ == "__main__":

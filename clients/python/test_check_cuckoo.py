@@ -12,6 +12,7 @@ hostile walks get the same verdicts from CF.LOADCHUNK. Run with clients/python/c
 import hashlib
 import json
 import os
+import random
 import struct
 import unittest
 
@@ -280,6 +281,80 @@ class Hostile(unittest.TestCase):
             self.assertEqual((e.contains("x"), e.count("x"), e.sub_filter_count), (False, 0, 0))
         with self.assertRaises(TypeError):
             CuckooFilter.from_scandump([(1, header()), (9, "text")])
+
+
+def grown_walk(filters, buckets=2, bucket_size=2):
+    """The CF.SCANDUMP walk of a filter grown by one CF.INSERT to ``filters`` sub-filters of one
+    size (``CF.RESERVE k 4 BUCKETSIZE 2 EXPANSION 1``): the header, then one chunk per
+    sub-filter, returned with the position after its last byte. Item ``"g<i>"`` for every 97th
+    ``i`` has its fingerprint in the first slot of its first bucket of sub-filter ``i``;
+    returns ``(walk, those items)``."""
+    size = buckets * bucket_size
+    tables = [bytearray(size) for _ in range(filters)]
+    items = ["g%d" % i for i in range(0, filters, 97)]
+    for i in range(0, filters, 97):
+        fp, h1, _ = cuckoo_lookup("g%d" % i)
+        tables[i][(h1 % buckets) * bucket_size] = fp
+    h = header(items=len(items), buckets=buckets, filters=filters, bucket_size=bucket_size, expansion=1)
+    return [(1, h)] + [(1 + (i + 1) * size, bytes(t)) for i, t in enumerate(tables)], items
+
+
+def one_byte_walk(filters):
+    """A hostile 38-byte header declaring ``filters`` one-byte sub-filters (one bucket of one
+    slot, expansion 1), then one one-byte chunk for each, holding fingerprint 1."""
+    return [(1, header(items=1, buckets=1, filters=filters, bucket_size=1, max_iterations=1, expansion=1))] + [
+        (i + 2, b"\x01") for i in range(filters)
+    ]
+
+
+#: An item whose fingerprint is 1.
+FP1 = next(x for x in ("f%d" % i for i in range(10_000)) if cuckoo_lookup(x)[0] == 1)
+
+
+class Work(unittest.TestCase):
+    """Placing chunks costs a bounded number of sub-filter lookups per chunk (``place_steps``),
+    whatever the sub-filter count and the chunks' order. A checker that walks the sub-filters
+    for every chunk makes about chunks x sub-filters / 2 of them: 2.1 billion for 65 535
+    sub-filters (minutes of Python), 8 million for the first, small case."""
+
+    def test_many_sub_filters(self):
+        grown, items = grown_walk(65535)
+        hostile = one_byte_walk(65535)
+        small = one_byte_walk(4096)
+        shuffled = hostile[1:]
+        random.Random(7).shuffle(shuffled)
+        any_order = 2 + (65535).bit_length()
+        # (name, walk, lookups allowed per chunk): 1-2 in a walk's order, 2 + log2 in any.
+        cases = [
+            ("4096 one-byte sub-filters, reversed", small[:1] + small[:0:-1], 2 + (4096).bit_length()),
+            ("grown to 65 535 sub-filters", grown, 2),
+            ("grown to 65 535 sub-filters, reversed", grown[:1] + grown[:0:-1], any_order),
+            ("38-byte header, 65 535 one-byte chunks", hostile, 2),
+            ("38-byte header, 65 535 one-byte chunks, shuffled", hostile[:1] + shuffled, any_order),
+        ]
+        for name, walk, per_chunk in cases:
+            f = CuckooFilter.from_scandump(walk)
+            chunks = len(walk) - 1
+            self.assertLessEqual(f.place_steps, per_chunk * chunks, name)
+            self.assertGreaterEqual(f.place_steps, chunks, name)
+            self.assertEqual((f.sub_filter_count, f.byte_length), (chunks, chunks * (4 if "grown" in name else 1)), name)
+            if "grown" in name:  # a query visits every sub-filter, as CF.EXISTS: a few items
+                self.assertTrue(all(f.contains(x) for x in items[::100] + items[-1:]), name)
+            else:  # every slot holds fingerprint 1: both buckets of every sub-filter count
+                self.assertEqual(f.count(FP1), 2 * chunks, name)
+
+    def test_a_header_declaring_many_sub_filters_with_few_chunks(self):
+        # The header costs one step per declared sub-filter (at most 65 535); each chunk, one search.
+        walk = one_byte_walk(65535)
+        f = CuckooFilter.decode_header(walk[0][1])
+        self.assertEqual(f.place_steps, 0)
+        self.assertEqual(f.apply_chunk(65536, b"\x07"), (65534, 65535))
+        f.apply_chunk(2, b"\x07")
+        self.assertEqual(f.apply_chunk(65537, b"\x07"), (65534, 65535))  # past the end: into the last one
+        self.assertLessEqual(f.place_steps, 3 * (2 + (65535).bit_length()))
+        with self.assertRaises(ScandumpError) as cm:
+            CuckooFilter.from_scandump(walk[:1] + walk[-1:] + walk[1:2])
+        self.assertEqual(cm.exception.code, "INCOMPLETE")
 
 
 PROBES = 20_000

@@ -55,7 +55,8 @@ export class BloomFilter {
   /**
    * Rebuilds a filter from the `[iterator, data]` pairs of a whole BF.SCANDUMP walk, header
    * (iterator 1) first; a final `[0, empty]` pair is ignored. Applies every BF.LOADCHUNK check
-   * and requires every layer byte to be present.
+   * and requires every layer byte to be present. Work: O(H + B + C·log C) for a header of H
+   * bytes (at most 4096 layers) and C chunks of B bytes, in any order; memory O(B + layers).
    * @throws {ScandumpError}
    */
   static fromScandump(chunks: Iterable<ScandumpChunk>, opts?: FromScandumpOptions): BloomFilter;
@@ -90,6 +91,11 @@ export class BloomFilter {
   readonly byteLength: number;
   /** Sum of the layers' capacities (BF.INFO Capacity); rounded above 2^53. */
   readonly capacity: number;
+  /**
+   * Layer lookups made placing chunks so far: 1 or 2 per chunk of a walk in order, at most
+   * 2 + ⌈log2(layerCount + 1)⌉ per chunk in any order (a deterministic measure of the work).
+   */
+  readonly placeSteps: number;
 }
 
 /** The item's hash pair as two 16-digit hex strings (64-bit, or the legacy 32-bit pair). */
@@ -128,11 +134,16 @@ export class CuckooFilter {
    * Rebuilds a filter from the `[iterator, data]` pairs of a whole CF.SCANDUMP walk, header
    * (iterator 1) first; a final `[0, null]` is ignored; no pair at all is the empty filter
    * (CF.SCANDUMP answers `[0, nil]` at once for a filter with no items). Applies every
-   * CF.LOADCHUNK check and requires every table byte to be present. @throws {ScandumpError}
+   * CF.LOADCHUNK check and requires every table byte to be present. Work: O(S + B + C·log C)
+   * for S sub-filters declared by the header (at most 65 535) and C chunks of B bytes, in any
+   * order; memory O(S + B). @throws {ScandumpError}
    */
   static fromScandump(chunks: Iterable<CfScandumpChunk>, opts?: CuckooScandumpOptions): CuckooFilter;
 
-  /** Decodes a header alone (tables read as empty until chunks come). @throws {ScandumpError} */
+  /**
+   * Decodes a header alone (tables read as empty until chunks come): one step and one small
+   * object per declared sub-filter, at most 65 535. @throws {ScandumpError}
+   */
   static decodeHeader(header: Bytes, opts?: CuckooScandumpOptions): CuckooFilter;
 
   /** The filter with no sub-filters: false / 0 for everything. */
@@ -162,6 +173,11 @@ export class CuckooFilter {
   readonly subFilterBuckets: number[];
   /** Total bytes of the tables. */
   readonly byteLength: number;
+  /**
+   * Sub-filter lookups made placing chunks so far: 1 or 2 per chunk of a walk in order, at most
+   * 2 + ⌈log2(subFilterCount + 1)⌉ per chunk in any order (a deterministic measure of the work).
+   */
+  readonly placeSteps: number;
 }
 
 /** An item's cuckoo lookup (MurmurHash64A seed 0, fingerprint, both bucket indexes) in hex. */

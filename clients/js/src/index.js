@@ -407,6 +407,54 @@ function checkMaxBytes(maxBytes) {
   }
 }
 
+/**
+ * Where a byte offset falls among arrays laid end to end (a Bloom filter's layers, a cuckoo
+ * filter's sub-filters), each at least one byte long. `starts[i]` is the offset of array i,
+ * `starts[count]` the total. `find` tries the array of the previous answer and the next one (a
+ * walk's order: one or two steps), then searches the starts by halves (at most
+ * ⌈log2(count + 1)⌉ more steps), so placing c chunks takes at most c × (2 + ⌈log2(count + 1)⌉)
+ * steps, whatever their order; `steps` counts them.
+ * @private
+ */
+class Offsets {
+  /** @param {number[]} sizes bytes of each array (exact Numbers) */
+  constructor(sizes) {
+    this.starts = new Array(sizes.length + 1);
+    let total = 0;
+    this.starts[0] = 0;
+    for (let i = 0; i < sizes.length; i++) {
+      total += sizes[i];
+      this.starts[i + 1] = total;
+    }
+    this.total = total;
+    this.cursor = 0;
+    this.steps = 0;
+  }
+
+  /** The index of the array holding byte `offset` (0 ≤ offset < total). */
+  find(offset) {
+    const starts = this.starts;
+    const last = starts.length - 1;
+    for (let i = this.cursor; i <= this.cursor + 1; i++) {
+      this.steps++;
+      if (i < last && starts[i] <= offset && offset < starts[i + 1]) {
+        this.cursor = i;
+        return i;
+      }
+    }
+    let lo = 0;
+    let hi = last; // starts[lo] ≤ offset < starts[hi]
+    while (hi - lo > 1) {
+      this.steps++;
+      const mid = (lo + hi) >>> 1;
+      if (starts[mid] <= offset) lo = mid;
+      else hi = mid;
+    }
+    this.cursor = lo;
+    return lo;
+  }
+}
+
 function isWindowHeader(data) {
   if (data.length < 12) return false;
   for (let i = 0; i < 8; i++) if (data[i] !== WINDOW_MAGIC[i]) return false;
@@ -436,6 +484,18 @@ export class BloomFilter {
     this.newestFirst = layers.slice().reverse();
     /** @private */
     this.force64 = (options & OPT_FORCE64) !== 0;
+    /** @private */
+    this.offsets = new Offsets(layers.map((l) => l.bytes));
+  }
+
+  /**
+   * Layer lookups made placing chunks so far (applyChunk, fromScandump): one or two per chunk
+   * of a walk in order, at most 2 + ⌈log2(layerCount + 1)⌉ (15 for 4096 layers) per chunk in
+   * any order. A deterministic measure of the work done.
+   * @returns {number}
+   */
+  get placeSteps() {
+    return this.offsets.steps;
   }
 
   /**
@@ -520,12 +580,20 @@ export class BloomFilter {
   applyChunk(iter, data) {
     data = toBytes(data, 'chunk');
     const [start, end, j, off] = this.placeChunk(iter, data);
+    this.write(j, off, data);
+    return [start, end];
+  }
+
+  /**
+   * Copies `data` into layer `j` from `off` (placed by placeChunk).
+   * @private
+   */
+  write(j, off, data) {
     const l = this.layers[j];
     if (data.length > 0) {
       if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
       l.data.set(data, off);
     }
-    return [start, end];
   }
 
   /**
@@ -553,21 +621,19 @@ export class BloomFilter {
       }
       start = Number(start);
     }
-    let base = 0;
-    for (let j = 0; j < this.layers.length; j++) {
-      const l = this.layers[j];
-      if (start - 1 < base + l.bytes && start >= 1) {
-        const off = start - 1 - base;
-        if (len > l.bytes - off) {
-          throw new ScandumpError('TOO_BIG',
-            `invalid chunk at iterator ${iter}: ${len} bytes from offset ${start - 1} run past the end of layer ${j} (${l.bytes - off} bytes left)`);
-        }
-        return [start - 1, start - 1 + len, j, off];
-      }
-      base += l.bytes;
+    const offsets = this.offsets;
+    if (!(start >= 1 && start <= offsets.total)) {
+      throw new ScandumpError('NO_LINK',
+        `invalid chunk at iterator ${iter}: its start, offset ${start - 1}, is outside every layer (${offsets.total} bytes)`);
     }
-    throw new ScandumpError('NO_LINK',
-      `invalid chunk at iterator ${iter}: its start, offset ${start - 1}, is outside every layer (${base} bytes)`);
+    const j = offsets.find(start - 1);
+    const l = this.layers[j];
+    const off = start - 1 - offsets.starts[j];
+    if (len > l.bytes - off) {
+      throw new ScandumpError('TOO_BIG',
+        `invalid chunk at iterator ${iter}: ${len} bytes from offset ${start - 1} run past the end of layer ${j} (${l.bytes - off} bytes left)`);
+    }
+    return [start - 1, start - 1 + len, j, off];
   }
 
   /**
@@ -577,6 +643,10 @@ export class BloomFilter {
    * chunk would make the filter answer "absent" for items the server has).
    *
    * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer]>} chunks
+   * Work: O(H + B + C·log C) for a header of H bytes (at most 4096 layers) and C chunks of B
+   * bytes in all, in any order; at most 2 + ⌈log2(layers + 1)⌉ layer lookups per chunk
+   * (placeSteps); memory O(B + layers).
+   *
    * @param {{maxBytes?: number}} [opts] maxBytes: largest total of bit-array bytes accepted
    *   (default 1 GiB); a header announcing more is refused before anything is allocated.
    * @returns {BloomFilter}
@@ -604,8 +674,8 @@ export class BloomFilter {
       if (iter === 0 && data.length === 0) continue; // end-of-walk marker
       // Checked and placed first; written only once the walk is known to be whole, so an
       // incomplete or refused walk allocates no layer.
-      const [start, end] = filter.placeChunk(iter, data);
-      written.push([start, end, iter, data, written.length]);
+      const [start, end, j, off] = filter.placeChunk(iter, data);
+      written.push([start, end, j, off, data, written.length]);
     }
     if (filter === null) throw new ScandumpError('INCOMPLETE', 'no header: the SCANDUMP walk is empty');
     // Every byte must have been written.
@@ -620,8 +690,8 @@ export class BloomFilter {
       throw new ScandumpError('INCOMPLETE', `incomplete SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
     }
     // In walk order, as the server applies them (a later chunk overwrites an earlier one).
-    written.sort((x, y) => x[4] - y[4]);
-    for (const [, , iter, data] of written) filter.applyChunk(iter, data);
+    written.sort((x, y) => x[5] - y[5]);
+    for (const [, , j, off, data] of written) filter.write(j, off, data);
     return filter;
   }
 
@@ -696,7 +766,7 @@ class SubFilter {
     this.bytes = buckets * bucketSize;
     /** @type {Uint8Array} allocated by the first chunk written into it (until then all 0) */
     this.data = EMPTY;
-    const pow2 = buckets > 0 && Number.isSafeInteger(buckets) && (BigInt(buckets) & (BigInt(buckets) - 1n)) === 0n;
+    const pow2 = buckets > 0 && Number.isSafeInteger(buckets) && 2 ** Math.round(Math.log2(buckets)) === buckets;
     if (pow2 && buckets <= TWO32) {
       this.kind = CF_MASK_LOW;
       this.mask = buckets === TWO32 ? -1 : buckets - 1;
@@ -782,6 +852,18 @@ export class CuckooFilter {
     this.expansion = expansion;
     /** @private */
     this.subFilters = subFilters;
+    /** @private */
+    this.offsets = new Offsets(subFilters.map((f) => f.bytes));
+  }
+
+  /**
+   * Sub-filter lookups made placing chunks so far (applyChunk, fromScandump): one or two per
+   * chunk of a walk in order, at most 2 + ⌈log2(subFilterCount + 1)⌉ (18 for 65 535
+   * sub-filters) per chunk in any order. A deterministic measure of the work done.
+   * @returns {number}
+   */
+  get placeSteps() {
+    return this.offsets.steps;
   }
 
   /**
@@ -795,7 +877,8 @@ export class CuckooFilter {
 
   /**
    * Decodes a header (the data CF.SCANDUMP returns for iterator 0) with CF.LOADCHUNK's checks,
-   * allocating nothing.
+   * allocating no table: one step and one small object per declared sub-filter (at most
+   * 65 535, the count's low 16 bits; with an expansion above 1, a header is refused within 57).
    * @param {Uint8Array} data
    * @param {{maxBytes?: number, maxExpansion?: number}} [opts]
    * @returns {CuckooFilter}
@@ -830,15 +913,20 @@ export class CuckooFilter {
     if (buckets === 0n) throw bad('0 buckets');
     if (buckets > CF_MAX_BUCKETS) throw bad(`${buckets} buckets, above 2^56 - 1`);
     if ((buckets & (buckets - 1n)) !== 0n) throw bad(`${buckets} buckets, not a power of two`);
+    // One step per sub-filter the header declares (at most 65 535; with an expansion above 1,
+    // the bucket count passes 2^56 within 57 sub-filters).
     const sizes = [];
     let n = buckets;
     let total = 0n;
+    const grow = BigInt(expansion);
+    const width = BigInt(bucketSize);
+    const limit = maxBytes === Infinity ? U64_MAX : BigInt(maxBytes);
     for (let i = 0; i < count; i++) {
-      if (i > 0) n *= BigInt(expansion);
+      if (i > 0 && grow !== 1n) n *= grow;
       if (n > CF_MAX_BUCKETS) throw bad(`sub-filter ${i} would have ${n} buckets, above 2^56 - 1`);
-      total += n * BigInt(bucketSize);
+      total += n * width;
       if (total > U64_MAX) throw bad(`the tables' byte count overflows 64 bits at sub-filter ${i}`);
-      if (maxBytes !== Infinity && total > BigInt(maxBytes)) {
+      if (maxBytes !== Infinity && total > limit) {
         throw new ScandumpError('OUT_OF_MEMORY',
           `the tables take more than ${maxBytes} bytes (option maxBytes) from sub-filter ${i} on: ${total} bytes so far`);
       }
@@ -868,24 +956,23 @@ export class CuckooFilter {
     if (len === 0n) throw refuse('empty chunk');
     // As the server: the sub-filter holding the start; a start past the last sub-filter is
     // taken relative to the end of the tables, inside the last one.
-    let offset = pos - len - 1n;
-    const subs = this.subFilters;
-    let at = subs.length - 1;
-    let base = 0;
-    for (let i = 0; i < subs.length; i++) {
-      const size = BigInt(subs[i].bytes);
-      if (offset < size) {
-        at = i;
-        break;
-      }
-      offset -= size;
-      if (i < subs.length - 1) base += subs[i].bytes;
+    const start = pos - len - 1n;
+    if (start < 0n) throw refuse(`it starts before the first byte (offset ${start})`);
+    const offsets = this.offsets;
+    let at;
+    let offset;
+    if (start < BigInt(offsets.total)) {
+      at = offsets.find(Number(start));
+      offset = start - BigInt(offsets.starts[at]);
+    } else {
+      at = this.subFilters.length - 1;
+      offset = start - BigInt(offsets.total);
     }
-    const f = subs[at];
-    if (offset < 0n) throw refuse(`it starts before the first byte (offset ${pos - len - 1n})`);
+    const f = this.subFilters[at];
     if (BigInt(f.bytes) < offset + len) {
       throw refuse(`${len} bytes from offset ${offset} of sub-filter ${at} run past its end (${f.bytes} bytes)`);
     }
+    const base = offsets.starts[at];
     const off = Number(offset);
     return [base + off, base + off + data.length, at, off];
   }
@@ -901,10 +988,18 @@ export class CuckooFilter {
   applyChunk(iter, data) {
     data = toCfBytes(data, 'chunk');
     const [start, end, at, off] = this.placeChunk(iter, data);
+    this.write(at, off, data);
+    return [start, end];
+  }
+
+  /**
+   * Copies `data` into sub-filter `at` from `off` (placed by placeChunk).
+   * @private
+   */
+  write(at, off, data) {
     const f = this.subFilters[at];
     if (f.data.length !== f.bytes) f.data = new Uint8Array(f.bytes);
     f.data.set(data, off);
-    return [start, end];
   }
 
   /**
@@ -913,6 +1008,10 @@ export class CuckooFilter {
    * with no pair at all (CF.SCANDUMP answers `[0, nil]` at once for a filter with no items) is
    * the empty filter. Every check of CF.LOADCHUNK applies, and the chunks must cover every
    * byte of every sub-filter.
+   *
+   * Work: O(S + B + C·log C) for S sub-filters declared by the header (at most 65 535, and at
+   * most maxBytes) and C chunks of B bytes in all, in any order; at most 2 + ⌈log2(S + 1)⌉
+   * sub-filter lookups per chunk (placeSteps); memory O(S + B).
    * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer|null]>} chunks
    * @param {{maxBytes?: number, maxExpansion?: number}} [opts] maxBytes: largest total of table
    *   bytes (default 1 GiB); maxExpansion: largest expansion (default 32768, RedisBloom 8's
@@ -938,8 +1037,8 @@ export class CuckooFilter {
         filter = CuckooFilter.decodeHeader(data, opts);
         continue;
       }
-      const [start, end] = filter.placeChunk(it, data);
-      placed.push([start, end, it, data, placed.length]);
+      const [start, end, at, off] = filter.placeChunk(it, data);
+      placed.push([start, end, at, off, data, placed.length]);
     }
     if (filter === null) return CuckooFilter.empty();
     placed.sort((x, y) => x[0] - y[0]);
@@ -952,8 +1051,8 @@ export class CuckooFilter {
     if (covered < total) {
       throw new ScandumpError('INCOMPLETE', `incomplete CF.SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
     }
-    placed.sort((x, y) => x[4] - y[4]);
-    for (const [, , it, data] of placed) filter.applyChunk(it, data);
+    placed.sort((x, y) => x[5] - y[5]);
+    for (const [, , at, off, data] of placed) filter.write(at, off, data);
     return filter;
   }
 
@@ -1009,7 +1108,7 @@ export class CuckooFilter {
 
   /** Total bytes of the tables. */
   get byteLength() {
-    return this.subFilters.reduce((s, f) => s + f.bytes, 0);
+    return this.offsets.total;
   }
 
   /** Buckets of every sub-filter, oldest first. */

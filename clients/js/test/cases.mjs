@@ -240,3 +240,15 @@ export const CF_HOSTILE = [
   { name: 'a sub-filter missing', walk: (h) => [[1, h({ filters: 2n })], [9, bytes(8)]], code: 'INCOMPLETE', server: null },
   { name: 'half a sub-filter', walk: (h) => [[1, h()], [5, bytes(4)]], code: 'INCOMPLETE', server: null },
 ];
+
+/** `a` shuffled by a seeded generator (the same order every run). */
+export function shuffled(a, seed) {
+  const out = a.slice();
+  let x = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    const j = x % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}

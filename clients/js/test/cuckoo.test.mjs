@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CuckooFilter, ScandumpError, cuckooLookupHex } from '../src/index.js';
-import { CF_HOSTILE, cfHeader } from './cases.mjs';
+import { CF_HOSTILE, cfHeader, shuffled } from './cases.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 // The shared reference recordings (RedisBloom's own replies), beside the repository or at BF_SHARED.
@@ -222,4 +222,84 @@ test('the empty walk and the end marker', () => {
   const fp = cuckooLookupHex('x').fp;
   const f = CuckooFilter.fromScandump([[1, h], [9, new Uint8Array(8)], [9, new Uint8Array(8).fill(fp)]]);
   assert.equal(f.count('x'), 4);
+});
+
+/**
+ * The CF.SCANDUMP walk of a filter grown by one CF.INSERT to `filters` sub-filters of one size
+ * (CF.RESERVE k 4 BUCKETSIZE 2 EXPANSION 1): the header, then one chunk per sub-filter, returned
+ * with the position after its last byte. Item `g<i>` for every 97th i has its fingerprint in
+ * the first slot of its first bucket of sub-filter i. Returns [walk, those items].
+ */
+function grownWalk(filters, buckets = 2, bucketSize = 2) {
+  const size = buckets * bucketSize;
+  const walk = [[1, cfHeader({ buckets: BigInt(buckets), filters: BigInt(filters), bucketSize, expansion: 1 })]];
+  for (let i = 0; i < filters; i++) walk.push([1 + (i + 1) * size, new Uint8Array(size)]);
+  const items = [];
+  for (let i = 0; i < filters; i += 97) {
+    const l = cuckooLookupHex(`g${i}`);
+    walk[1 + i][1][Number(BigInt('0x' + l.h1) % BigInt(buckets)) * bucketSize] = l.fp;
+    items.push(`g${i}`);
+  }
+  return [walk, items];
+}
+
+/** A hostile 38-byte header declaring `filters` one-byte sub-filters (one bucket of one slot,
+ * expansion 1), then a one-byte chunk for each, holding fingerprint 1. */
+function oneByteWalk(filters) {
+  const walk = [[1, cfHeader({ items: 1n, buckets: 1n, filters: BigInt(filters), bucketSize: 1, maxIterations: 1, expansion: 1 })]];
+  for (let i = 0; i < filters; i++) walk.push([i + 2, new Uint8Array([1])]);
+  return walk;
+}
+
+/** An item whose fingerprint is 1. */
+const FP1 = (() => {
+  for (let i = 0; ; i++) if (cuckooLookupHex(`f${i}`).fp === 1) return `f${i}`;
+})();
+
+// Placing chunks costs a bounded number of sub-filter lookups per chunk (placeSteps), whatever
+// the sub-filter count and the chunks' order. A checker that walks the sub-filters for every
+// chunk makes about chunks × sub-filters / 2 of them: 2.1 billion for 65 535 sub-filters, 8
+// million for the first, small case.
+test('many sub-filters: a bounded number of lookups per chunk', () => {
+  const [grown, items] = grownWalk(65535);
+  const hostile = oneByteWalk(65535);
+  const small = oneByteWalk(4096);
+  const anyOrder = 2 + Math.ceil(Math.log2(65536));
+  const reversed = (w) => [w[0], ...w.slice(1).reverse()];
+  // [name, walk, lookups allowed per chunk]: 1-2 in a walk's order, 2 + log2 in any.
+  const cases = [
+    ['4096 one-byte sub-filters, reversed', reversed(small), 2 + Math.ceil(Math.log2(4097))],
+    ['grown to 65 535 sub-filters', grown, 2],
+    ['grown to 65 535 sub-filters, reversed', reversed(grown), anyOrder],
+    ['38-byte header, 65 535 one-byte chunks', hostile, 2],
+    ['38-byte header, 65 535 one-byte chunks, shuffled', [hostile[0], ...shuffled(hostile.slice(1), 7)], anyOrder],
+  ];
+  for (const [name, walk, perChunk] of cases) {
+    const f = CuckooFilter.fromScandump(walk);
+    const chunks = walk.length - 1;
+    assert.ok(f.placeSteps <= perChunk * chunks, `${name}: ${f.placeSteps} lookups for ${chunks} chunks`);
+    assert.ok(f.placeSteps >= chunks, name);
+    const grownShape = name.startsWith('grown');
+    assert.deepEqual([f.subFilterCount, f.byteLength], [chunks, chunks * (grownShape ? 4 : 1)], name);
+    if (grownShape) {
+      for (const x of items) assert.equal(f.has(x), true, `${name}: ${x}`);
+    } else {
+      // Every slot holds fingerprint 1: both buckets of every sub-filter count.
+      assert.equal(f.count(FP1), 2 * chunks, name);
+    }
+  }
+});
+
+test('a header declaring 65 535 sub-filters with few chunks', () => {
+  // The header costs one step per declared sub-filter (at most 65 535); each chunk, one search.
+  const walk = oneByteWalk(65535);
+  const f = CuckooFilter.decodeHeader(walk[0][1]);
+  assert.equal(f.placeSteps, 0);
+  const b = new Uint8Array([7]);
+  assert.deepEqual(f.applyChunk(65536, b), [65534, 65535]);
+  f.applyChunk(2, b);
+  assert.deepEqual(f.applyChunk(65537, b), [65534, 65535]); // past the end: into the last one
+  assert.ok(f.placeSteps <= 3 * (2 + 16), `${f.placeSteps}`);
+  assert.throws(() => CuckooFilter.fromScandump([walk[0], walk[walk.length - 1], walk[1]]),
+    (e) => e instanceof ScandumpError && e.code === 'INCOMPLETE');
 });

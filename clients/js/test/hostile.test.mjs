@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { BloomFilter, ScandumpError } from '../src/index.js';
 import {
   HEADER, WALK, L0, L1, header, layerRecord, chain,
-  HOSTILE_HEADERS, ACCEPTED_HEADERS, ITERATORS, CHUNKS,
+  HOSTILE_HEADERS, ACCEPTED_HEADERS, ITERATORS, CHUNKS, shuffled,
 } from './cases.mjs';
 
 const enc = (s) => new TextEncoder().encode(s);
@@ -150,4 +150,33 @@ test('random corruption: a ScandumpError or a filter, never anything else', () =
     }
   }
   assert.ok(refusedCount > 1000, `${refusedCount} refused`);
+});
+
+// Placing chunks costs a bounded number of layer lookups per chunk (placeSteps), whatever the
+// layer count and the chunks' order: a checker that walks the layers for every chunk makes about
+// chunks × layers / 2 of them (8 million for 4096 layers of 2 bytes).
+test('one-byte chunks over 4096 layers: a bounded number of lookups per chunk', () => {
+  const layers = 4096;
+  const h = chain(Array(layers).fill(layerRecord(2)));
+  // Layer j's bytes are j's low byte then its high byte, one chunk each.
+  const ordered = [];
+  for (let b = 0; b < layers * 2; b++) ordered.push([2 + b, new Uint8Array([((b >> 1) >> (8 * (b & 1))) & 0xff])]);
+  const anyOrder = 2 + Math.ceil(Math.log2(layers + 1));
+  // [name, chunks, lookups allowed per chunk]: 1-2 in a walk's order, 2 + log2 in any.
+  const cases = [
+    ['in order', ordered, 2],
+    ['reversed', ordered.slice().reverse(), anyOrder],
+    ['shuffled', shuffled(ordered, 7), anyOrder],
+  ];
+  for (const [name, chunks, perChunk] of cases) {
+    const f = BloomFilter.fromScandump([[1, h], ...chunks]);
+    assert.ok(f.placeSteps <= perChunk * chunks.length, `${name}: ${f.placeSteps} lookups for ${chunks.length} chunks`);
+    assert.ok(f.placeSteps >= chunks.length, name);
+    for (const j of [0, 1, 255, 256, 4095]) assert.deepEqual([...f.layers[j].data], [j & 0xff, j >> 8], `${name}: layer ${j}`);
+  }
+  // A header alone, then one chunk in its last layer: one search, not a walk of the layers.
+  const f = BloomFilter.decodeHeader(h);
+  assert.deepEqual(f.applyChunk(1 + layers * 2, new Uint8Array([0xff])), [layers * 2 - 1, layers * 2]);
+  assert.ok(f.placeSteps <= anyOrder, `${f.placeSteps}`);
+  refused('NO_LINK', () => f.applyChunk(2 + layers * 2, new Uint8Array([0xff])));
 });

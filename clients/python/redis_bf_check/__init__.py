@@ -224,8 +224,13 @@ class _Layer:
                     self._pieces = []
                     return self._data
         # Gaps, overlaps, or chunks over an assembled array: written in arrival order (a later
-        # chunk overwrites an earlier one, as BF.LOADCHUNK does).
-        buf = bytearray(self.nbytes) if self._data is None else bytearray(self._data)
+        # chunk overwrites an earlier one, as BF.LOADCHUNK does). An array already copied out
+        # (a bytearray: chunks are always kept as bytes) is written in place, so chunks applied
+        # between queries cost their own bytes, not the layer's each time.
+        if isinstance(self._data, bytearray):
+            buf = self._data
+        else:
+            buf = bytearray(self.nbytes) if self._data is None else bytearray(self._data)
         for off, chunk in pieces:
             buf[off : off + len(chunk)] = chunk
         self._data = buf
@@ -282,6 +287,52 @@ def _check_max_bytes(max_bytes) -> None:
         raise TypeError("max_bytes must be a non-negative int, not %r" % (max_bytes,))
 
 
+class _Offsets:
+    """Where a byte offset falls among arrays laid end to end (a Bloom filter's layers, a cuckoo
+    filter's sub-filters), each at least one byte long. ``starts[i]`` is the offset of array
+    ``i``, ``starts[-1]`` the total. :meth:`find` tries the array of the previous answer and the
+    next one (a walk's order: one or two steps), then searches the starts by halves (at most
+    ``count.bit_length()`` more steps), so placing ``c`` chunks takes at most ``c ×
+    (2 + count.bit_length())`` steps, whatever their order; ``steps`` counts them."""
+
+    __slots__ = ("starts", "cursor", "steps")
+
+    def __init__(self, sizes: Iterable[int]):
+        starts = [0]
+        total = 0
+        for size in sizes:
+            total += size
+            starts.append(total)
+        self.starts = starts
+        self.cursor = 0
+        self.steps = 0
+
+    @property
+    def total(self) -> int:
+        """Bytes of all the arrays."""
+        return self.starts[-1]
+
+    def find(self, offset: int) -> int:
+        """The index of the array holding byte ``offset`` (``0 <= offset < total``)."""
+        starts = self.starts
+        c = self.cursor
+        for i in (c, c + 1):
+            self.steps += 1
+            if i + 1 < len(starts) and starts[i] <= offset < starts[i + 1]:
+                self.cursor = i
+                return i
+        lo, hi = 0, len(starts) - 1  # starts[lo] <= offset < starts[hi]
+        while hi - lo > 1:
+            self.steps += 1
+            mid = (lo + hi) >> 1
+            if starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid
+        self.cursor = lo
+        return lo
+
+
 class BloomFilter:
     """A Bloom filter rebuilt from a BF.SCANDUMP walk; read-only."""
 
@@ -295,6 +346,14 @@ class BloomFilter:
         self.layers = layers
         self._legacy32 = not (options & OPT_FORCE64)
         self._checks: List[Tuple[int, range, bytes]] = []
+        self._offsets = _Offsets(layer.nbytes for layer in layers)
+
+    @property
+    def place_steps(self) -> int:
+        """Layer lookups made placing chunks so far (:meth:`apply_chunk`, :meth:`from_scandump`):
+        one or two per chunk of a walk in order, at most ``2 + layer_count.bit_length()`` (15
+        for 4096 layers) per chunk in any order. A deterministic measure of the work done."""
+        return self._offsets.steps
 
     # -- decoding ------------------------------------------------------------------------------
 
@@ -384,27 +443,26 @@ class BloomFilter:
             why = "not positive" if it <= 0 else "smaller than the chunk's length"
             raise ScandumpError("BAD_DATA", "bad chunk: iterator %d for %d bytes (%s)" % (it, n, why))
         start = it - n
-        base = 0
-        if start >= 1:
-            for index, layer in enumerate(self.layers):
-                if start - 1 < base + layer.nbytes:
-                    off = start - 1 - base
-                    if n > layer.nbytes - off:
-                        raise ScandumpError(
-                            "TOO_BIG",
-                            "invalid chunk at iterator %d: %d bytes from offset %d run past the end of "
-                            "layer %d (%d bytes left)" % (it, n, start - 1, index, layer.nbytes - off),
-                        )
-                    if n:
-                        layer._pieces.append((off, data))
-                    self._checks = []
-                    return start - 1, start - 1 + n
-                base += layer.nbytes
-        raise ScandumpError(
-            "NO_LINK",
-            "invalid chunk at iterator %d: its start, offset %d, is outside every layer (%d bytes)"
-            % (it, start - 1, base),
-        )
+        offsets = self._offsets
+        if not 1 <= start <= offsets.total:
+            raise ScandumpError(
+                "NO_LINK",
+                "invalid chunk at iterator %d: its start, offset %d, is outside every layer (%d bytes)"
+                % (it, start - 1, offsets.total),
+            )
+        index = offsets.find(start - 1)
+        layer = self.layers[index]
+        off = start - 1 - offsets.starts[index]
+        if n > layer.nbytes - off:
+            raise ScandumpError(
+                "TOO_BIG",
+                "invalid chunk at iterator %d: %d bytes from offset %d run past the end of "
+                "layer %d (%d bytes left)" % (it, n, start - 1, index, layer.nbytes - off),
+            )
+        if n:
+            layer._pieces.append((off, data))
+        self._checks = []
+        return start - 1, start - 1 + n
 
     @classmethod
     def from_scandump(
@@ -419,6 +477,10 @@ class BloomFilter:
         more is refused (``OUT_OF_MEMORY``) before anything is allocated. Below it, the memory
         taken is what the chunks bring: nothing is allocated from the header alone. Raises
         :class:`ScandumpError`.
+
+        Work: O(H + B + C log C) for a header of H bytes (at most 4096 layers) and C chunks of B
+        bytes in all, in any order; at most ``2 + layer_count.bit_length()`` layer lookups per
+        chunk (:attr:`place_steps`); memory O(B + layers).
         """
         _check_max_bytes(max_bytes)
         filt: Optional[BloomFilter] = None
@@ -633,6 +695,15 @@ class CuckooFilter:
         #: Buckets of each sub-filter, oldest first.
         self.sub_filter_buckets = list(sub_buckets)
         self._tables: List[Optional[bytearray]] = [None] * len(self.sub_filter_buckets)
+        self._offsets = _Offsets(b * bucket_size for b in self.sub_filter_buckets)
+
+    @property
+    def place_steps(self) -> int:
+        """Sub-filter lookups made placing chunks so far (:meth:`apply_chunk`,
+        :meth:`from_scandump`): one or two per chunk of a walk in order, at most ``2 +
+        sub_filter_count.bit_length()`` (18 for 65 535 sub-filters) per chunk in any order. A
+        deterministic measure of the work done."""
+        return self._offsets.steps
 
     @classmethod
     def empty(cls) -> "CuckooFilter":
@@ -648,14 +719,16 @@ class CuckooFilter:
     @property
     def byte_length(self) -> int:
         """Total bytes of the tables."""
-        return sum(b * self.bucket_size for b in self.sub_filter_buckets)
+        return self._offsets.total
 
     @classmethod
     def decode_header(
         cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES, max_expansion: int = CF_DEFAULT_MAX_EXPANSION
     ) -> "CuckooFilter":
         """Decodes a header (CF.SCANDUMP's data for iterator 0) with CF.LOADCHUNK's checks, in
-        the server's order, allocating nothing. Raises :class:`ScandumpError`."""
+        the server's order, allocating no table: one step and a few list entries per declared
+        sub-filter (at most 65 535, the count's low 16 bits; with an expansion above 1, a header
+        is refused within 57). Raises :class:`ScandumpError`."""
         _check_max_bytes(max_bytes)
         if isinstance(max_expansion, bool) or not isinstance(max_expansion, int) or not 0 <= max_expansion <= 0xFFFF:
             raise TypeError("max_expansion must be an int in 0..65535, not %r" % (max_expansion,))
@@ -729,22 +802,29 @@ class CuckooFilter:
             raise refuse("empty chunk")
         # As the server: the sub-filter holding the start; a start past the last sub-filter is
         # taken relative to the end of the tables, inside the last one.
-        offset = pos - n - 1
-        sizes = [b * self.bucket_size for b in self.sub_filter_buckets]
-        at = len(sizes) - 1
-        base = 0
-        for i, size in enumerate(sizes):
-            if offset < size:
-                at = i
-                break
-            offset -= size
-            if i < len(sizes) - 1:
-                base += size
-        if offset < 0:
-            raise refuse("it starts before the first byte (offset %d)" % (pos - n - 1))
-        if sizes[at] < offset + n:
-            raise refuse("%d bytes from offset %d of sub-filter %d run past its end (%d bytes)" % (n, offset, at, sizes[at]))
+        start = pos - n - 1
+        if start < 0:
+            raise refuse("it starts before the first byte (offset %d)" % start)
+        offsets = self._offsets
+        if start < offsets.total:
+            at = offsets.find(start)
+            base = offsets.starts[at]
+            offset = start - base
+        else:
+            at = len(self.sub_filter_buckets) - 1
+            base = offsets.starts[at]
+            offset = start - offsets.total
+        size = offsets.starts[at + 1] - offsets.starts[at]
+        if size < offset + n:
+            raise refuse("%d bytes from offset %d of sub-filter %d run past its end (%d bytes)" % (n, offset, at, size))
         return base + offset, base + offset + n, at, offset
+
+    def _write(self, at: int, offset: int, data: bytes) -> None:
+        """Copies ``data`` into sub-filter ``at`` from ``offset`` (placed by :meth:`_place`)."""
+        table = self._tables[at]
+        if table is None:
+            table = self._tables[at] = bytearray(self.sub_filter_buckets[at] * self.bucket_size)
+        table[offset : offset + len(data)] = data
 
     def apply_chunk(self, iterator, data: Bytes) -> Tuple[int, int]:
         """Copies one chunk in (``iterator``: what CF.SCANDUMP returned with it), with
@@ -752,10 +832,7 @@ class CuckooFilter:
         when it raises."""
         data = _cf_bytes(data, "chunk")
         start, end, at, off = self._place(iterator, data)
-        table = self._tables[at]
-        if table is None:
-            table = self._tables[at] = bytearray(self.sub_filter_buckets[at] * self.bucket_size)
-        table[off : off + len(data)] = data
+        self._write(at, off, data)
         return start, end
 
     @classmethod
@@ -767,7 +844,11 @@ class CuckooFilter:
         pair at all is the empty filter. Every CF.LOADCHUNK check applies and the chunks must
         cover every table byte. ``max_expansion``: largest expansion accepted (default 32768,
         RedisBloom 8's limit; the Redis 7 line accepts up to 65535). Raises
-        :class:`ScandumpError`."""
+        :class:`ScandumpError`.
+
+        Work: O(S + B + C log C) for S sub-filters declared by the header (at most 65 535, and at
+        most ``max_bytes``) and C chunks of B bytes in all, in any order; at most ``2 +
+        S.bit_length()`` sub-filter lookups per chunk (:attr:`place_steps`); memory O(S + B)."""
         filt: Optional[CuckooFilter] = None
         placed = []
         for pair in chunks:
@@ -789,12 +870,11 @@ class CuckooFilter:
                     )
                 filt = cls.decode_header(data, max_bytes, max_expansion)
                 continue
-            s, e, _, _ = filt._place(it, data)
-            placed.append((s, e, it, data))
+            placed.append(filt._place(it, data) + (data,))
         if filt is None:
             return cls.empty()
         covered = 0
-        for s, e, _, _ in sorted(placed, key=lambda p: p[0]):
+        for s, e, _, _, _ in sorted(placed, key=lambda p: p[0]):
             if s > covered:
                 break
             covered = max(covered, e)
@@ -803,8 +883,8 @@ class CuckooFilter:
             raise ScandumpError(
                 "INCOMPLETE", "incomplete CF.SCANDUMP walk: bytes from offset %d of %d are missing" % (covered, total)
             )
-        for _, _, it, data in placed:  # in walk order: a later chunk overwrites an earlier one
-            filt.apply_chunk(it, data)
+        for _, _, at, off, data in placed:  # in walk order: a later chunk overwrites an earlier one
+            filt._write(at, off, data)
         return filt
 
     def _buckets_of(self, item):
