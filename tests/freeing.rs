@@ -494,3 +494,146 @@ fn a_cuckoo_filters_dropped_sub_filters_leave_used_memory_in_the_write() {
         let _: i64 = cmd("DEL k").query(&mut con).unwrap();
     }
 }
+
+/// Resident memory of `con`'s server once the allocator and the module gave back what they
+/// can: `MEMORY PURGE` (jemalloc's freed pages), then the module's background frees awaited.
+fn settled_rss(con: &mut Connection) -> u64 {
+    let _: redis::Value = cmd("MEMORY PURGE").query(con).unwrap();
+    wait_pending_zero(con);
+    rss(con)
+}
+
+/// Waits (30 s at most) until the settled RSS of `con`'s server is at most `limit`: `Ok` with
+/// it, else `Err` with the last one seen.
+fn wait_rss_at_most(con: &mut Connection, limit: u64) -> Result<u64, u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = settled_rss(con);
+        if now <= limit {
+            return Ok(now);
+        }
+        if Instant::now() >= deadline {
+            return Err(now);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Copies `key` from `src` to `dst` with a SCANDUMP walk (`prefix` `BF` or `CF`), one chunk
+/// in flight at a time.
+fn loadchunk_walk(src: &mut Connection, dst: &mut Connection, prefix: &str, key: &str) {
+    let mut iter = 0i64;
+    loop {
+        let (next, data): (i64, Option<Vec<u8>>) = cmd(format!("{prefix}.SCANDUMP {key}"))
+            .arg(iter)
+            .query(src)
+            .unwrap();
+        let Some(data) = data.filter(|_| next != 0) else {
+            return;
+        };
+        let _: () = cmd(format!("{prefix}.LOADCHUNK {key}"))
+            .arg(next)
+            .arg(data)
+            .query(dst)
+            .unwrap();
+        iter = next;
+    }
+}
+
+/// A copy of a big sparse filter made on another server (a replica's full sync, a
+/// `LOADCHUNK` walk, `RESTORE` of a `DUMP`) or on the same one (`DEBUG RELOAD`) is resident as
+/// far as the source's written pages are, not the filter's size: a 256 MiB Bloom layer and a
+/// 128 MiB cuckoo table holding one item each cost the copy a few pages, as on the source.
+#[test]
+fn copies_of_sparse_filters_stay_sparse() {
+    const SLACK: u64 = 8 * MIB;
+    let keys = [("BF", "bloom"), ("CF", "cuckoo")];
+    let mut fails = Vec::new();
+    for way in ["full sync", "LOADCHUNK walk", "RESTORE", "DEBUG RELOAD"] {
+        let src = Server::start();
+        let mut sc = src.conn();
+        let capacity = capacity_for(&mut sc, 256 * MIB);
+        let rss0 = settled_rss(&mut sc);
+        let _: () = cmd(format!("BF.RESERVE bloom 0.001 {capacity}"))
+            .query(&mut sc)
+            .unwrap();
+        // 2^26 buckets of 2 slots (128 MiB).
+        let _: () = cmd("CF.RESERVE cuckoo")
+            .arg(1u64 << 27)
+            .query(&mut sc)
+            .unwrap();
+        for (prefix, key) in keys {
+            let added: i64 = cmd(format!("{prefix}.ADD {key} the-only-item"))
+                .query(&mut sc)
+                .unwrap();
+            assert_eq!(added, 1);
+        }
+        let size = info_num(&mut sc, "bf", "bf_bytes") + info_num(&mut sc, "bf", "bf_cf_bytes");
+        assert!(size >= 360 * MIB, "{size} B of filters");
+        let keys_rss = settled_rss(&mut sc).saturating_sub(rss0);
+        let digest = |con: &mut Connection, k: &str| -> Value {
+            cmd("DEBUG DIGEST-VALUE").arg(k).query(con).unwrap()
+        };
+        let digests: Vec<Value> = keys.iter().map(|(_, k)| digest(&mut sc, k)).collect();
+        let other = (way != "DEBUG RELOAD").then(Server::start);
+        let mut dc = other.as_ref().map_or_else(|| src.conn(), |s| s.conn());
+        let before = settled_rss(&mut dc);
+        match way {
+            "full sync" => {
+                common::attach_replica(other.as_ref().unwrap(), &src);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while cmd("DBSIZE").query::<i64>(&mut dc).unwrap() < 2 {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the replica never loaded the keys"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            "LOADCHUNK walk" => {
+                for (prefix, key) in keys {
+                    loadchunk_walk(&mut sc, &mut dc, prefix, key);
+                }
+            }
+            "RESTORE" => {
+                for (_, key) in keys {
+                    let payload: Vec<u8> = cmd("DUMP").arg(key).query(&mut sc).unwrap();
+                    let _: () = cmd("RESTORE")
+                        .arg(key)
+                        .arg(0)
+                        .arg(payload)
+                        .query(&mut dc)
+                        .unwrap();
+                }
+            }
+            _ => {
+                let _: () = cmd("DEBUG RELOAD").query(&mut dc).unwrap();
+            }
+        }
+        for (i, (prefix, key)) in keys.iter().enumerate() {
+            let found: i64 = cmd(format!("{prefix}.EXISTS {key} the-only-item"))
+                .query(&mut dc)
+                .unwrap();
+            assert_eq!(found, 1, "{way}: {key}");
+            assert_eq!(digest(&mut dc, key), digests[i], "{way}: {key}'s digest");
+        }
+        // The keys were already in `before` when they were reloaded in place.
+        let allowed = if other.is_some() { keys_rss } else { 0 } + SLACK;
+        let after = wait_rss_at_most(&mut dc, before + allowed);
+        let line = format!(
+            "{way}: {size} B of filters, {keys_rss} B resident on the source; the copy's server \
+             RSS {before} → {} B (at most {} B expected)",
+            after.unwrap_or_else(|e| e),
+            before + allowed
+        );
+        println!("{line}");
+        if after.is_err() {
+            fails.push(line);
+        }
+    }
+    assert!(
+        fails.is_empty(),
+        "copies over their expected RSS:\n{}",
+        fails.join("\n")
+    );
+}

@@ -271,7 +271,7 @@ fn copy_written_with(src: &[u8], dst: &mut [u8], pagemap: Option<&File>) {
         let p2 = (s0 + hi - 1) / page - first;
         if maybe[p1] || maybe[p2] {
             let s = &src[lo..hi];
-            if s.iter().fold(0u8, |a, &b| a | b) != 0 {
+            if !crate::bloom::sparse::is_zero(s) {
                 dst[lo..hi].copy_from_slice(s);
             }
         }
@@ -398,6 +398,46 @@ mod tests {
             let mut given_back = 0;
             release(moved, true, |k| given_back += k);
             assert_eq!(given_back, n);
+        }
+    }
+
+    /// `/proc/self/pagemap` bit 56: the page is mapped once (a page this process wrote, not
+    /// the kernel's shared zero page that a read of an untouched page maps).
+    const PAGEMAP_EXCLUSIVE: u64 = 1 << 56;
+
+    /// Whether the page holding `addr` was written: present and this process' own.
+    fn written(addr: usize) -> bool {
+        let f = File::open("/proc/self/pagemap").unwrap();
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, (addr / page_size() * 8) as u64)
+            .unwrap();
+        let e = u64::from_ne_bytes(b);
+        e & PAGEMAP_PRESENT != 0 && e & PAGEMAP_EXCLUSIVE != 0
+    }
+
+    #[test]
+    fn write_sparse_into_fresh_memory_writes_only_pages_with_data() {
+        use crate::bloom::sparse::write_sparse;
+        let page = page_size();
+        let len = 64 * page;
+        // At a page boundary and off it (jemalloc's large blocks start at a multiple of the
+        // cache line); data in the first and last byte, and in two bytes of one page.
+        for shift in [0, 64, 1000] {
+            let mut map = Fresh::new(len + 2 * page);
+            let dst = map.bytes(shift, len);
+            let mut src = vec![0u8; len];
+            let at = [0, 9 * page + 3, 9 * page + 4, 30 * page, len - 1];
+            for i in at {
+                src[i] = 0xa5;
+            }
+            write_sparse(dst, &src);
+            let base = dst.as_ptr() as usize;
+            let mut want: Vec<usize> = at.iter().map(|i| (base + i) / page).collect();
+            want.dedup();
+            let span = (base / page)..=((base + len - 1) / page);
+            let got: Vec<usize> = span.filter(|p| written(p * page)).collect();
+            assert_eq!(got, want, "pages written (shift {shift})");
+            assert!(*dst == src[..], "shift {shift}");
         }
     }
 
