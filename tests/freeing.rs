@@ -542,8 +542,8 @@ fn loadchunk_walk(src: &mut Connection, dst: &mut Connection, prefix: &str, key:
 
 /// A copy of a big sparse filter made on another server (a replica's full sync, a
 /// `LOADCHUNK` walk, `RESTORE` of a `DUMP`) or on the same one (`DEBUG RELOAD`) is resident as
-/// far as the source's written pages are, not the filter's size: a 256 MiB Bloom layer and a
-/// 128 MiB cuckoo table holding one item each cost the copy a few pages, as on the source.
+/// far as the source's written pages are, not the filter's size: a 128 MiB Bloom layer and a
+/// 64 MiB cuckoo table holding one item each cost the copy a few pages, as on the source.
 #[test]
 fn copies_of_sparse_filters_stay_sparse() {
     const SLACK: u64 = 8 * MIB;
@@ -552,14 +552,14 @@ fn copies_of_sparse_filters_stay_sparse() {
     for way in ["full sync", "LOADCHUNK walk", "RESTORE", "DEBUG RELOAD"] {
         let src = Server::start();
         let mut sc = src.conn();
-        let capacity = capacity_for(&mut sc, 256 * MIB);
+        let capacity = capacity_for(&mut sc, 128 * MIB);
         let rss0 = settled_rss(&mut sc);
         let _: () = cmd(format!("BF.RESERVE bloom 0.001 {capacity}"))
             .query(&mut sc)
             .unwrap();
-        // 2^26 buckets of 2 slots (128 MiB).
+        // 2^25 buckets of 2 slots (64 MiB).
         let _: () = cmd("CF.RESERVE cuckoo")
-            .arg(1u64 << 27)
+            .arg(1u64 << 26)
             .query(&mut sc)
             .unwrap();
         for (prefix, key) in keys {
@@ -569,7 +569,7 @@ fn copies_of_sparse_filters_stay_sparse() {
             assert_eq!(added, 1);
         }
         let size = info_num(&mut sc, "bf", "bf_bytes") + info_num(&mut sc, "bf", "bf_cf_bytes");
-        assert!(size >= 360 * MIB, "{size} B of filters");
+        assert!(size >= 180 * MIB, "{size} B of filters");
         let keys_rss = settled_rss(&mut sc).saturating_sub(rss0);
         let digest = |con: &mut Connection, k: &str| -> Value {
             cmd("DEBUG DIGEST-VALUE").arg(k).query(con).unwrap()

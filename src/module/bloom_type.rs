@@ -119,10 +119,12 @@ impl ValueReader for IoReader {
     fn read_double(&mut self) -> Result<f64, DecodeError> {
         raw::load_double(self.0).map_err(|_| DecodeError)
     }
-    /// The buffer Redis loaded (`RedisModule_LoadStringBuffer`: a plain allocation that the
-    /// read wrote whole, so every page of it is resident), made sparse ([`sparse_copy`]) when
-    /// it is big: a value loaded from an RDB file, a full sync, a `RESTORE` or an atomic slot
-    /// migration is then resident as far as it holds data, as its source is.
+    /// Takes ownership of the buffer Redis loaded instead of copying it, so loading a 1 GiB
+    /// layer never holds two copies of it. That buffer (`RedisModule_LoadStringBuffer`: a plain
+    /// allocation the read wrote whole, so every page of it is resident) then gives its
+    /// all-zero pages back to the kernel ([`pages::discard_zero_pages`]): a value loaded from
+    /// an RDB file, a full sync, a `RESTORE` or an atomic slot migration is resident as far as
+    /// it holds data, as its source is, and the peak stays the one buffer.
     fn read_bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let mut len = 0usize;
         // SAFETY: `self.0` is the live RDB/DUMP stream of this rdb_load call. The buffer comes
@@ -146,31 +148,11 @@ impl ValueReader for IoReader {
                     Ok(Vec::new())
                 };
             }
-            Ok(sparse_copy(Vec::from_raw_parts(ptr.cast::<u8>(), len, len)))
+            let mut buf = Vec::from_raw_parts(ptr.cast::<u8>(), len, len);
+            pages::discard_zero_pages(&mut buf);
+            Ok(buf)
         }
     }
-}
-
-/// `buf` (a fully resident buffer just loaded) as a bit array that is resident only where it
-/// holds data: from [`pages::SPARSE_COPY_MIN_BYTES`] (1 MiB) on, its bytes are written into a
-/// fresh zeroed allocation skipping the pages that are all zeros
-/// ([`write_sparse`](crate::bloom::sparse::write_sparse)), and `buf` is freed at once through
-/// [`alloc::free_bit_array`] (its pages moved out and given back to the kernel by the
-/// background thread, so the main thread's cost stays bounded). Smaller buffers, and any when
-/// the new allocation fails, are kept as they are.
-///
-/// The resident peak while loading a value is `buf` plus the pages of the copy that hold data
-/// (before: `buf`); afterwards it is the copy's written pages (before: `buf` whole).
-pub(crate) fn sparse_copy(buf: Vec<u8>) -> Vec<u8> {
-    if buf.len() < pages::SPARSE_COPY_MIN_BYTES {
-        return buf;
-    }
-    let Ok(mut copy) = crate::bloom::layer::try_zeroed(buf.len() as u64) else {
-        return buf;
-    };
-    crate::bloom::sparse::write_sparse(&mut copy, &buf);
-    alloc::free_bit_array(buf, &mut alloc::FreeBudget::new());
-    copy.into_vec()
 }
 
 /// Module-API value writer over an RDB / DUMP stream.

@@ -191,6 +191,46 @@ pub unsafe fn discard(addr: usize, len: usize, mut done: impl FnMut(usize)) {
     }
 }
 
+/// Gives back to the kernel the whole pages of `buf` that hold only zeros (`MADV_DONTNEED`,
+/// one call per run of such pages): they stay mapped and read as zeros, so `buf`'s bytes do
+/// not change, but they no longer count in the process' resident memory. The way a bit array
+/// loaded into a buffer written whole (an RDB value, a `RESTORE` payload) becomes as sparse as
+/// the filter it was saved from, without a second array: one scan of `buf` (a fast OR of each
+/// page, [`is_zero`](crate::bloom::sparse::is_zero)) plus the calls. Buffers under
+/// [`SPARSE_COPY_MIN_BYTES`] are left as they are (a few pages at most to gain). The partial
+/// pages at `buf`'s ends stay.
+///
+/// `buf` must be memory of the process' allocator (private anonymous memory, whose discarded
+/// pages read as zeros), as every `Vec` is.
+pub fn discard_zero_pages(buf: &mut [u8]) {
+    if buf.len() < SPARSE_COPY_MIN_BYTES {
+        return;
+    }
+    let page = page_size();
+    let base = buf.as_mut_ptr();
+    let Some((addr, len)) = interior(base as usize, buf.len(), page) else {
+        return;
+    };
+    let start = addr - base as usize;
+    let give_back = |from: usize, to: usize| {
+        // SAFETY: whole pages of `buf`, which the caller lends exclusively (`&mut`) and which
+        // hold only zeros; private anonymous pages read as zeros after MADV_DONTNEED, so the
+        // slice's contents are unchanged. A refusal leaves them as they were.
+        unsafe { libc::madvise(base.add(from).cast(), to - from, libc::MADV_DONTNEED) };
+    };
+    let mut run = None;
+    for at in (start..start + len).step_by(page) {
+        if crate::bloom::sparse::is_zero(&buf[at..at + page]) {
+            run.get_or_insert(at);
+        } else if let Some(from) = run.take() {
+            give_back(from, at);
+        }
+    }
+    if let Some(from) = run {
+        give_back(from, start + len);
+    }
+}
+
 /// `/proc/self/pagemap` bit 63: the page is in memory.
 const PAGEMAP_PRESENT: u64 = 1 << 63;
 /// `/proc/self/pagemap` bit 62: the page is swapped out (or being migrated).
@@ -438,6 +478,43 @@ mod tests {
             let got: Vec<usize> = span.filter(|p| written(p * page)).collect();
             assert_eq!(got, want, "pages written (shift {shift})");
             assert!(*dst == src[..], "shift {shift}");
+        }
+    }
+
+    #[test]
+    fn discarding_zero_pages_keeps_the_bytes_and_frees_the_pages() {
+        let page = page_size();
+        let len = SPARSE_COPY_MIN_BYTES + 5 * page;
+        for shift in [0, 64, 1000] {
+            let mut map = Fresh::new(len + 2 * page);
+            let buf = map.bytes(shift, len);
+            // Written whole (as a read into a buffer does), data in a few places: the first
+            // and last byte (partial pages, which stay), two bytes of one page, a run's end.
+            buf.fill(0);
+            std::hint::black_box(&mut *buf);
+            let at = [
+                0,
+                9 * page + 3,
+                9 * page + 4,
+                30 * page,
+                31 * page - 1,
+                len - 1,
+            ];
+            for i in at {
+                buf[i] = 0x3c;
+            }
+            let want_bytes = buf.to_vec();
+            discard_zero_pages(buf);
+            let base = buf.as_ptr() as usize;
+            let (first, last) = (base / page, (base + len - 1) / page);
+            // The pages holding data, and the partial pages at both ends, stay resident.
+            let mut want: Vec<usize> = at.iter().map(|i| (base + i) / page).collect();
+            want.extend([first, last]);
+            want.sort_unstable();
+            want.dedup();
+            let got: Vec<usize> = (first..=last).filter(|p| written(p * page)).collect();
+            assert_eq!(got, want, "pages still resident (shift {shift})");
+            assert!(*buf == want_bytes[..], "shift {shift}");
         }
     }
 
