@@ -9,7 +9,10 @@
 
 mod common;
 
-use common::{batched, cf_info, cmd, config_set, info_num, proc_vm_bytes, Server};
+use common::{
+    batched, cf_info, cmd, config_set, info_num, server_rss as rss, settled_rss,
+    sparse_big_filters, wait_free_pending_zero as wait_pending_zero, wait_rss_at_most, Server,
+};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -37,11 +40,6 @@ fn used_memory_across(con: &mut Connection, write: redis::Cmd) -> (u64, u64) {
         .query(con)
         .unwrap();
     (used0, used_memory_in(&info))
-}
-
-fn rss(con: &mut Connection) -> u64 {
-    let pid = info_num(con, "server", "process_id");
-    proc_vm_bytes(pid, "VmRSS")
 }
 
 fn select(con: &mut Connection, db: u32) {
@@ -90,19 +88,6 @@ fn filter_bytes(con: &mut Connection) -> [u64; 2] {
         info_num(con, "bf", "bf_bytes"),
         info_num(con, "bf", "bf_cf_bytes"),
     ]
-}
-
-/// Waits until the module's background thread has given back every freed page.
-fn wait_pending_zero(con: &mut Connection) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let pending = info_num(con, "bf", "bf_free_pending_bytes");
-        if pending == 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{pending} bytes still pending");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Creates a big filter (a 256 MiB layer, a chain of 16 × 4 MiB layers, a window filter with
@@ -495,30 +480,6 @@ fn a_cuckoo_filters_dropped_sub_filters_leave_used_memory_in_the_write() {
     }
 }
 
-/// Resident memory of `con`'s server once the allocator and the module gave back what they
-/// can: `MEMORY PURGE` (jemalloc's freed pages), then the module's background frees awaited.
-fn settled_rss(con: &mut Connection) -> u64 {
-    let _: redis::Value = cmd("MEMORY PURGE").query(con).unwrap();
-    wait_pending_zero(con);
-    rss(con)
-}
-
-/// Waits (30 s at most) until the settled RSS of `con`'s server is at most `limit`: `Ok` with
-/// it, else `Err` with the last one seen.
-fn wait_rss_at_most(con: &mut Connection, limit: u64) -> Result<u64, u64> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = settled_rss(con);
-        if now <= limit {
-            return Ok(now);
-        }
-        if Instant::now() >= deadline {
-            return Err(now);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Copies `key` from `src` to `dst` with a SCANDUMP walk (`prefix` `BF` or `CF`), one chunk
 /// in flight at a time.
 fn loadchunk_walk(src: &mut Connection, dst: &mut Connection, prefix: &str, key: &str) {
@@ -552,24 +513,8 @@ fn copies_of_sparse_filters_stay_sparse() {
     for way in ["full sync", "LOADCHUNK walk", "RESTORE", "DEBUG RELOAD"] {
         let src = Server::start();
         let mut sc = src.conn();
-        let capacity = capacity_for(&mut sc, 128 * MIB);
         let rss0 = settled_rss(&mut sc);
-        let _: () = cmd(format!("BF.RESERVE bloom 0.001 {capacity}"))
-            .query(&mut sc)
-            .unwrap();
-        // 2^25 buckets of 2 slots (64 MiB).
-        let _: () = cmd("CF.RESERVE cuckoo")
-            .arg(1u64 << 26)
-            .query(&mut sc)
-            .unwrap();
-        for (prefix, key) in keys {
-            let added: i64 = cmd(format!("{prefix}.ADD {key} the-only-item"))
-                .query(&mut sc)
-                .unwrap();
-            assert_eq!(added, 1);
-        }
-        let size = info_num(&mut sc, "bf", "bf_bytes") + info_num(&mut sc, "bf", "bf_cf_bytes");
-        assert!(size >= 180 * MIB, "{size} B of filters");
+        let size = sparse_big_filters(&mut sc, "bloom", "cuckoo");
         let keys_rss = settled_rss(&mut sc).saturating_sub(rss0);
         let digest = |con: &mut Connection, k: &str| -> Value {
             cmd("DEBUG DIGEST-VALUE").arg(k).query(con).unwrap()
@@ -611,7 +556,7 @@ fn copies_of_sparse_filters_stay_sparse() {
             }
         }
         for (i, (prefix, key)) in keys.iter().enumerate() {
-            let found: i64 = cmd(format!("{prefix}.EXISTS {key} the-only-item"))
+            let found: i64 = cmd(format!("{prefix}.EXISTS {key} {}", common::ONLY_ITEM))
                 .query(&mut dc)
                 .unwrap();
             assert_eq!(found, 1, "{way}: {key}");
