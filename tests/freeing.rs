@@ -9,7 +9,10 @@
 
 mod common;
 
-use common::{batched, cf_info, cmd, config_set, info_num, proc_vm_bytes, Server};
+use common::{
+    batched, cf_info, cmd, config_set, info_num, server_rss as rss, settled_rss,
+    sparse_big_filters, wait_free_pending_zero as wait_pending_zero, wait_rss_at_most, Server,
+};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -37,11 +40,6 @@ fn used_memory_across(con: &mut Connection, write: redis::Cmd) -> (u64, u64) {
         .query(con)
         .unwrap();
     (used0, used_memory_in(&info))
-}
-
-fn rss(con: &mut Connection) -> u64 {
-    let pid = info_num(con, "server", "process_id");
-    proc_vm_bytes(pid, "VmRSS")
 }
 
 fn select(con: &mut Connection, db: u32) {
@@ -90,19 +88,6 @@ fn filter_bytes(con: &mut Connection) -> [u64; 2] {
         info_num(con, "bf", "bf_bytes"),
         info_num(con, "bf", "bf_cf_bytes"),
     ]
-}
-
-/// Waits until the module's background thread has given back every freed page.
-fn wait_pending_zero(con: &mut Connection) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let pending = info_num(con, "bf", "bf_free_pending_bytes");
-        if pending == 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{pending} bytes still pending");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Creates a big filter (a 256 MiB layer, a chain of 16 × 4 MiB layers, a window filter with
@@ -493,4 +478,107 @@ fn a_cuckoo_filters_dropped_sub_filters_leave_used_memory_in_the_write() {
         assert_eq!(filter_bytes(&mut con), [0, 4096], "{frees}");
         let _: i64 = cmd("DEL k").query(&mut con).unwrap();
     }
+}
+
+/// Copies `key` from `src` to `dst` with a SCANDUMP walk (`prefix` `BF` or `CF`), one chunk
+/// in flight at a time.
+fn loadchunk_walk(src: &mut Connection, dst: &mut Connection, prefix: &str, key: &str) {
+    let mut iter = 0i64;
+    loop {
+        let (next, data): (i64, Option<Vec<u8>>) = cmd(format!("{prefix}.SCANDUMP {key}"))
+            .arg(iter)
+            .query(src)
+            .unwrap();
+        let Some(data) = data.filter(|_| next != 0) else {
+            return;
+        };
+        let _: () = cmd(format!("{prefix}.LOADCHUNK {key}"))
+            .arg(next)
+            .arg(data)
+            .query(dst)
+            .unwrap();
+        iter = next;
+    }
+}
+
+/// A copy of a big sparse filter made on another server (a replica's full sync, a
+/// `LOADCHUNK` walk, `RESTORE` of a `DUMP`) or on the same one (`DEBUG RELOAD`) is resident as
+/// far as the source's written pages are, not the filter's size: a 128 MiB Bloom layer and a
+/// 64 MiB cuckoo table holding one item each cost the copy a few pages, as on the source.
+#[test]
+fn copies_of_sparse_filters_stay_sparse() {
+    const SLACK: u64 = 8 * MIB;
+    let keys = [("BF", "bloom"), ("CF", "cuckoo")];
+    let mut fails = Vec::new();
+    for way in ["full sync", "LOADCHUNK walk", "RESTORE", "DEBUG RELOAD"] {
+        let src = Server::start();
+        let mut sc = src.conn();
+        let rss0 = settled_rss(&mut sc);
+        let size = sparse_big_filters(&mut sc, "bloom", "cuckoo");
+        let keys_rss = settled_rss(&mut sc).saturating_sub(rss0);
+        let digest = |con: &mut Connection, k: &str| -> Value {
+            cmd("DEBUG DIGEST-VALUE").arg(k).query(con).unwrap()
+        };
+        let digests: Vec<Value> = keys.iter().map(|(_, k)| digest(&mut sc, k)).collect();
+        let other = (way != "DEBUG RELOAD").then(Server::start);
+        let mut dc = other.as_ref().map_or_else(|| src.conn(), |s| s.conn());
+        let before = settled_rss(&mut dc);
+        match way {
+            "full sync" => {
+                common::attach_replica(other.as_ref().unwrap(), &src);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while cmd("DBSIZE").query::<i64>(&mut dc).unwrap() < 2 {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the replica never loaded the keys"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            "LOADCHUNK walk" => {
+                for (prefix, key) in keys {
+                    loadchunk_walk(&mut sc, &mut dc, prefix, key);
+                }
+            }
+            "RESTORE" => {
+                for (_, key) in keys {
+                    let payload: Vec<u8> = cmd("DUMP").arg(key).query(&mut sc).unwrap();
+                    let _: () = cmd("RESTORE")
+                        .arg(key)
+                        .arg(0)
+                        .arg(payload)
+                        .query(&mut dc)
+                        .unwrap();
+                }
+            }
+            _ => {
+                let _: () = cmd("DEBUG RELOAD").query(&mut dc).unwrap();
+            }
+        }
+        for (i, (prefix, key)) in keys.iter().enumerate() {
+            let found: i64 = cmd(format!("{prefix}.EXISTS {key} {}", common::ONLY_ITEM))
+                .query(&mut dc)
+                .unwrap();
+            assert_eq!(found, 1, "{way}: {key}");
+            assert_eq!(digest(&mut dc, key), digests[i], "{way}: {key}'s digest");
+        }
+        // The keys were already in `before` when they were reloaded in place.
+        let allowed = if other.is_some() { keys_rss } else { 0 } + SLACK;
+        let after = wait_rss_at_most(&mut dc, before + allowed);
+        let line = format!(
+            "{way}: {size} B of filters, {keys_rss} B resident on the source; the copy's server \
+             RSS {before} → {} B (at most {} B expected)",
+            after.unwrap_or_else(|e| e),
+            before + allowed
+        );
+        println!("{line}");
+        if after.is_err() {
+            fails.push(line);
+        }
+    }
+    assert!(
+        fails.is_empty(),
+        "copies over their expected RSS:\n{}",
+        fails.join("\n")
+    );
 }

@@ -29,7 +29,8 @@ mod common;
 mod robust;
 
 use common::{
-    cf_info, cmd, scandump_with, server_or_skip, slot_owners, start_cluster_node_on, Server,
+    cf_info, cmd, scandump_with, server_or_skip, settled_rss, slot_owners, sparse_big_filters,
+    start_cluster_node_on, wait_rss_at_most, Server, ONLY_ITEM,
 };
 use redis::cluster::ClusterConnection;
 use redis::{Connection, Value};
@@ -821,5 +822,68 @@ fn redis86_atomic_slot_migration() {
     };
     for &case in CASES {
         run(Line::Redis86, &bin, case);
+    }
+}
+
+/// A slot holding a big sparse Bloom filter and a big sparse cuckoo filter (one item each,
+/// [`sparse_big_filters`], 192 MiB together) moves to another primary: the target's resident
+/// memory grows by about what the filters' written pages take on the source (a few pages), not
+/// by their size (the migration sends RDB-format values, loaded as a full sync's are).
+fn sparse_filters_stay_sparse(line: Line, bin: &str) {
+    let c = start_cluster(bin);
+    let mut direct = c.nodes[0].conn();
+    let slot: u16 = cmd("CLUSTER KEYSLOT")
+        .arg("{sparse}")
+        .query(&mut direct)
+        .unwrap();
+    let src = index_of(&c, slot_owners(&mut direct)[slot as usize]);
+    let dst = (src + 1) % 3;
+    let keys = [("BF", "{sparse}bloom"), ("CF", "{sparse}cuckoo")];
+    let mut sc = c.nodes[src].conn();
+    let rss0 = settled_rss(&mut sc);
+    let size = sparse_big_filters(&mut sc, keys[0].1, keys[1].1);
+    let keys_rss = settled_rss(&mut sc).saturating_sub(rss0);
+    let mut dc = c.nodes[dst].conn();
+    let before = settled_rss(&mut dc);
+    let m = Migration::start(line, &c, src, dst, slot);
+    assert_eq!(
+        m.wait_end(&c),
+        expect_state_completed(line),
+        "{}",
+        m.report(&c)
+    );
+    settle(&c, slot, c.nodes[dst].port);
+    for (prefix, key) in keys {
+        let found: i64 = cmd(format!("{prefix}.EXISTS"))
+            .arg(key)
+            .arg(ONLY_ITEM)
+            .query(&mut dc)
+            .unwrap();
+        assert_eq!(found, 1, "{line:?}: {key} on the target");
+    }
+    let limit = before + keys_rss + (8 << 20);
+    let after = wait_rss_at_most(&mut dc, limit);
+    let line_text = format!(
+        "{line:?}: {size} B of filters, {keys_rss} B resident on the source; the target's RSS \
+         {before} → {} B (at most {limit} B expected)",
+        after.unwrap_or_else(|e| e)
+    );
+    println!("{line_text}");
+    assert!(after.is_ok(), "{line_text}");
+}
+
+#[test]
+fn valkey_sparse_filters_stay_sparse() {
+    centre_clock();
+    if let Some(bin) = require("valkey") {
+        sparse_filters_stay_sparse(Line::Valkey, &bin);
+    }
+}
+
+#[test]
+fn redis86_sparse_filters_stay_sparse() {
+    centre_clock();
+    if let Some(bin) = require("redis 8.6") {
+        sparse_filters_stay_sparse(Line::Redis86, &bin);
     }
 }

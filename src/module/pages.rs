@@ -191,6 +191,46 @@ pub unsafe fn discard(addr: usize, len: usize, mut done: impl FnMut(usize)) {
     }
 }
 
+/// Gives back to the kernel the whole pages of `buf` that hold only zeros (`MADV_DONTNEED`,
+/// one call per run of such pages): they stay mapped and read as zeros, so `buf`'s bytes do
+/// not change, but they no longer count in the process' resident memory. The way a bit array
+/// loaded into a buffer written whole (an RDB value, a `RESTORE` payload) becomes as sparse as
+/// the filter it was saved from, without a second array: one scan of `buf` (a fast OR of each
+/// page, [`is_zero`](crate::bloom::sparse::is_zero)) plus the calls. Buffers under
+/// [`SPARSE_COPY_MIN_BYTES`] are left as they are (a few pages at most to gain). The partial
+/// pages at `buf`'s ends stay.
+///
+/// `buf` must be memory of the process' allocator (private anonymous memory, whose discarded
+/// pages read as zeros), as every `Vec` is.
+pub fn discard_zero_pages(buf: &mut [u8]) {
+    if buf.len() < SPARSE_COPY_MIN_BYTES {
+        return;
+    }
+    let page = page_size();
+    let base = buf.as_mut_ptr();
+    let Some((addr, len)) = interior(base as usize, buf.len(), page) else {
+        return;
+    };
+    let start = addr - base as usize;
+    let give_back = |from: usize, to: usize| {
+        // SAFETY: whole pages of `buf`, which the caller lends exclusively (`&mut`) and which
+        // hold only zeros; private anonymous pages read as zeros after MADV_DONTNEED, so the
+        // slice's contents are unchanged. A refusal leaves them as they were.
+        unsafe { libc::madvise(base.add(from).cast(), to - from, libc::MADV_DONTNEED) };
+    };
+    let mut run = None;
+    for at in (start..start + len).step_by(page) {
+        if crate::bloom::sparse::is_zero(&buf[at..at + page]) {
+            run.get_or_insert(at);
+        } else if let Some(from) = run.take() {
+            give_back(from, at);
+        }
+    }
+    if let Some(from) = run {
+        give_back(from, start + len);
+    }
+}
+
 /// `/proc/self/pagemap` bit 63: the page is in memory.
 const PAGEMAP_PRESENT: u64 = 1 << 63;
 /// `/proc/self/pagemap` bit 62: the page is swapped out (or being migrated).
@@ -271,7 +311,7 @@ fn copy_written_with(src: &[u8], dst: &mut [u8], pagemap: Option<&File>) {
         let p2 = (s0 + hi - 1) / page - first;
         if maybe[p1] || maybe[p2] {
             let s = &src[lo..hi];
-            if s.iter().fold(0u8, |a, &b| a | b) != 0 {
+            if !crate::bloom::sparse::is_zero(s) {
                 dst[lo..hi].copy_from_slice(s);
             }
         }
@@ -398,6 +438,83 @@ mod tests {
             let mut given_back = 0;
             release(moved, true, |k| given_back += k);
             assert_eq!(given_back, n);
+        }
+    }
+
+    /// `/proc/self/pagemap` bit 56: the page is mapped once (a page this process wrote, not
+    /// the kernel's shared zero page that a read of an untouched page maps).
+    const PAGEMAP_EXCLUSIVE: u64 = 1 << 56;
+
+    /// Whether the page holding `addr` was written: present and this process' own.
+    fn written(addr: usize) -> bool {
+        let f = File::open("/proc/self/pagemap").unwrap();
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, (addr / page_size() * 8) as u64)
+            .unwrap();
+        let e = u64::from_ne_bytes(b);
+        e & PAGEMAP_PRESENT != 0 && e & PAGEMAP_EXCLUSIVE != 0
+    }
+
+    #[test]
+    fn write_sparse_into_fresh_memory_writes_only_pages_with_data() {
+        use crate::bloom::sparse::write_sparse;
+        let page = page_size();
+        let len = 64 * page;
+        // At a page boundary and off it (jemalloc's large blocks start at a multiple of the
+        // cache line); data in the first and last byte, and in two bytes of one page.
+        for shift in [0, 64, 1000] {
+            let mut map = Fresh::new(len + 2 * page);
+            let dst = map.bytes(shift, len);
+            let mut src = vec![0u8; len];
+            let at = [0, 9 * page + 3, 9 * page + 4, 30 * page, len - 1];
+            for i in at {
+                src[i] = 0xa5;
+            }
+            write_sparse(dst, &src);
+            let base = dst.as_ptr() as usize;
+            let mut want: Vec<usize> = at.iter().map(|i| (base + i) / page).collect();
+            want.dedup();
+            let span = (base / page)..=((base + len - 1) / page);
+            let got: Vec<usize> = span.filter(|p| written(p * page)).collect();
+            assert_eq!(got, want, "pages written (shift {shift})");
+            assert!(*dst == src[..], "shift {shift}");
+        }
+    }
+
+    #[test]
+    fn discarding_zero_pages_keeps_the_bytes_and_frees_the_pages() {
+        let page = page_size();
+        let len = SPARSE_COPY_MIN_BYTES + 5 * page;
+        for shift in [0, 64, 1000] {
+            let mut map = Fresh::new(len + 2 * page);
+            let buf = map.bytes(shift, len);
+            // Written whole (as a read into a buffer does), data in a few places: the first
+            // and last byte (partial pages, which stay), two bytes of one page, a run's end.
+            buf.fill(0);
+            std::hint::black_box(&mut *buf);
+            let at = [
+                0,
+                9 * page + 3,
+                9 * page + 4,
+                30 * page,
+                31 * page - 1,
+                len - 1,
+            ];
+            for i in at {
+                buf[i] = 0x3c;
+            }
+            let want_bytes = buf.to_vec();
+            discard_zero_pages(buf);
+            let base = buf.as_ptr() as usize;
+            let (first, last) = (base / page, (base + len - 1) / page);
+            // The pages holding data, and the partial pages at both ends, stay resident.
+            let mut want: Vec<usize> = at.iter().map(|i| (base + i) / page).collect();
+            want.extend([first, last]);
+            want.sort_unstable();
+            want.dedup();
+            let got: Vec<usize> = (first..=last).filter(|p| written(p * page)).collect();
+            assert_eq!(got, want, "pages still resident (shift {shift})");
+            assert!(*buf == want_bytes[..], "shift {shift}");
         }
     }
 

@@ -1322,3 +1322,79 @@ pub fn cf_info(con: &mut impl redis::ConnectionLike, key: &str, field: &str) -> 
         })
         .unwrap_or_else(|| panic!("CF.INFO {key}: no {field} in {pairs:?}"))
 }
+
+/// Resident memory (`VmRSS`, bytes) of the server behind `con`.
+pub fn server_rss(con: &mut impl redis::ConnectionLike) -> u64 {
+    proc_vm_bytes(info_num(con, "server", "process_id"), "VmRSS")
+}
+
+/// Waits (60 s at most) until the module's background thread has given back every freed
+/// page (`bf_free_pending_bytes` 0).
+pub fn wait_free_pending_zero(con: &mut impl redis::ConnectionLike) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pending = info_num(con, "bf", "bf_free_pending_bytes");
+        if pending == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{pending} bytes still pending");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Resident memory of `con`'s server once the allocator and the module gave back what they
+/// can: `MEMORY PURGE` (jemalloc's freed pages), then the module's background frees awaited.
+pub fn settled_rss(con: &mut impl redis::ConnectionLike) -> u64 {
+    let _: redis::Value = cmd("MEMORY PURGE").query(con).unwrap();
+    wait_free_pending_zero(con);
+    server_rss(con)
+}
+
+/// Waits (30 s at most) until the [`settled_rss`] of `con`'s server is at most `limit`: `Ok`
+/// with it, else `Err` with the last one seen.
+pub fn wait_rss_at_most(con: &mut impl redis::ConnectionLike, limit: u64) -> Result<u64, u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = settled_rss(con);
+        if now <= limit {
+            return Ok(now);
+        }
+        if Instant::now() >= deadline {
+            return Err(now);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The one item [`sparse_big_filters`] adds to each filter.
+pub const ONLY_ITEM: &str = "the-only-item";
+
+/// Creates two big sparse filters: `bloom` (`BF.RESERVE bloom 0.001 75000000`: one 128 MiB
+/// layer) and `cuckoo` (`CF.RESERVE cuckoo 2^26`: 2^25 buckets of 2 slots, 64 MiB), and adds
+/// [`ONLY_ITEM`] to each; returns their table bytes together (`BF.INFO SIZE` + `CF.INFO`
+/// `Size`, at least 190 MiB). Their arrays are untouched but for that item's pages.
+pub fn sparse_big_filters(con: &mut impl redis::ConnectionLike, bloom: &str, cuckoo: &str) -> u64 {
+    let _: () = cmd("BF.RESERVE")
+        .arg(bloom)
+        .arg(0.001)
+        .arg(75_000_000)
+        .query(con)
+        .unwrap();
+    let _: () = cmd("CF.RESERVE")
+        .arg(cuckoo)
+        .arg(1u64 << 26)
+        .query(con)
+        .unwrap();
+    for (prefix, key) in [("BF", bloom), ("CF", cuckoo)] {
+        let added: i64 = cmd(format!("{prefix}.ADD"))
+            .arg(key)
+            .arg(ONLY_ITEM)
+            .query(con)
+            .unwrap();
+        assert_eq!(added, 1, "{prefix}.ADD {key}");
+    }
+    let v: Vec<i64> = cmd("BF.INFO").arg(bloom).arg("SIZE").query(con).unwrap();
+    let size = v[0] as u64 + cf_info(con, cuckoo, "Size") as u64;
+    assert!(size >= 190 << 20, "{size} B of filters");
+    size
+}

@@ -4,6 +4,7 @@
 
 use super::chain::Chain;
 use super::layer::{try_zeroed, Layer, LayerParams, OPT_ALL};
+use super::sparse::write_sparse;
 
 /// Largest chunk SCANDUMP returns, in bytes (16 MiB, as RedisBloom).
 pub const MAX_CHUNK_BYTES: usize = 16 * 1024 * 1024;
@@ -225,14 +226,16 @@ pub(crate) fn chunk_offset(iter: i64, len: usize) -> Result<u64, ChunkError> {
     Ok((start - 1) as u64)
 }
 
-/// Copies a chunk into a bit array at byte `off` (< its length).
+/// Copies a chunk into a bit array at byte `off` (< its length), writing only the pages that
+/// change ([`write_sparse`]): a copy filled into a fresh zeroed array stays as sparse as its
+/// source.
 ///
 /// Errors: [`ChunkError::TooBig`], nothing copied, when the chunk runs past the array's end.
 pub(crate) fn copy_into(array: &mut [u8], off: usize, data: &[u8]) -> Result<(), ChunkError> {
     if data.len() > array.len() - off {
         return Err(ChunkError::TooBig);
     }
-    array[off..off + data.len()].copy_from_slice(data);
+    write_sparse(&mut array[off..off + data.len()], data);
     Ok(())
 }
 

@@ -226,7 +226,8 @@ pub fn table_chunk(cf: &Cuckoo, pos: i64) -> Scan<'_> {
 /// Writes a chunk (`CF.LOADCHUNK key pos data`, `pos` ≥ 2 being the position SCANDUMP gave
 /// with it, i.e. one past its last byte): its bytes go to positions `pos - len - 1 ..` of the
 /// tables laid end to end. As RedisBloom, a start past the last sub-filter is taken relative
-/// to the last one.
+/// to the last one. Only the pages that change are written ([`crate::sparse::write_sparse`]):
+/// a copy filled into a fresh zeroed table stays as sparse as its source.
 ///
 /// Errors (`Couldn't load chunk!`, nothing written): an empty chunk, a start before the first
 /// byte, or a chunk that runs past the end of the sub-filter it starts in.
@@ -244,7 +245,7 @@ pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ChunkRe
         return Err(ChunkRefused);
     }
     let start = offset as usize;
-    f.data[start..start + data.len()].copy_from_slice(data);
+    crate::sparse::write_sparse(&mut f.data[start..start + data.len()], data);
     Ok(())
 }
 

@@ -120,7 +120,11 @@ impl ValueReader for IoReader {
         raw::load_double(self.0).map_err(|_| DecodeError)
     }
     /// Takes ownership of the buffer Redis loaded instead of copying it, so loading a 1 GiB
-    /// layer never holds two copies of it.
+    /// layer never holds two copies of it. That buffer (`RedisModule_LoadStringBuffer`: a plain
+    /// allocation the read wrote whole, so every page of it is resident) then gives its
+    /// all-zero pages back to the kernel ([`pages::discard_zero_pages`]): a value loaded from
+    /// an RDB file, a full sync, a `RESTORE` or an atomic slot migration is resident as far as
+    /// it holds data, as its source is, and the peak stays the one buffer.
     fn read_bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let mut len = 0usize;
         // SAFETY: `self.0` is the live RDB/DUMP stream of this rdb_load call. The buffer comes
@@ -144,7 +148,9 @@ impl ValueReader for IoReader {
                     Ok(Vec::new())
                 };
             }
-            Ok(Vec::from_raw_parts(ptr.cast::<u8>(), len, len))
+            let mut buf = Vec::from_raw_parts(ptr.cast::<u8>(), len, len);
+            pages::discard_zero_pages(&mut buf);
+            Ok(buf)
         }
     }
 }
