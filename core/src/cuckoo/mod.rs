@@ -23,7 +23,10 @@
 //!   first sub-filter it cannot empty.
 //! - **Compaction** ([`Cuckoo::compact`]): from the newest sub-filter down to the second,
 //!   each fingerprint is moved to the first free slot its buckets have in an older
-//!   sub-filter (oldest first); a newest sub-filter left empty is freed.
+//!   sub-filter (oldest first); a newest sub-filter left empty is freed. What it reads follows
+//!   the slots that hold fingerprints, not the tables' size: a table of
+//!   [`OCCUPANCY_MIN_BYTES`] or more keeps an occupancy map (in memory only) of the 4 KiB
+//!   blocks a fingerprint was written into, and a compaction reads only those.
 //!
 //! Sizes: a filter made for capacity `c` with bucket size `b` has `next_pow2(c / b)` buckets
 //! in its first sub-filter (at least 1); each sub-filter is `buckets × b` bytes.
@@ -1244,7 +1247,8 @@ mod tests {
     /// Compaction through occupancy maps (tables of 64 KiB and more) leaves exactly what the
     /// plain walk leaves, and frees the same sub-filters, on filters written every way a table
     /// is written — insertions with growth, `CF.LOADCHUNK` chunks at random places, a raw
-    /// write ([`SubFilter::data_mut`]), an RDB load, a SCANDUMP → LOADCHUNK copy — then
+    /// write ([`SubFilter::data_mut`]), an RDB load, a SCANDUMP → LOADCHUNK copy, a copy as
+    /// `COPY` makes ([`SubFilter::copy_onto`]) — then
     /// compacted again and again with insertions, deletions (which may compact by themselves)
     /// and chunks in between, so that maps left by one compaction serve the next.
     #[test]
@@ -1305,7 +1309,7 @@ mod tests {
                 }
             }
             cf.items = 1 << 40; // so deletions do not compact every time
-            cf = match round % 3 {
+            cf = match round % 4 {
                 0 => {
                     let mut w = crate::rdb::Values::default();
                     rdb::save(&cf, &mut w);
@@ -1316,6 +1320,15 @@ mod tests {
             };
             let mut added: Vec<u64> = Vec::new();
             for step in 0..4 {
+                if round % 4 == 2 {
+                    // A copy as COPY makes, of maps the last compaction left.
+                    let filters: Vec<SubFilter> = cf
+                        .filters
+                        .iter()
+                        .map(|f| f.copy_onto(f.data().into()).unwrap())
+                        .collect();
+                    cf.filters = filters.into_boxed_slice();
+                }
                 for _ in 0..next() % 200 {
                     let item = next();
                     if cf.insert(&item.to_le_bytes(), false, 64 << 20) == Insert::Inserted {
