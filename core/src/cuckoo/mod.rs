@@ -1006,6 +1006,38 @@ fn next_occupied(data: &[u8], from: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// A filter made by a `CF.LOADCHUNK` header (empty tables, max iterations 20, no
+    /// deletions).
+    fn crafted(items: u64, buckets: u64, filters: u64, bucket_size: u16, expansion: u16) -> Cuckoo {
+        decoded(&dump::Header {
+            items,
+            buckets,
+            deletes: 0,
+            filters,
+            bucket_size,
+            max_iterations: 20,
+            expansion,
+        })
+    }
+
+    /// A xorshift64 generator from `seed` (not 0).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
+    /// The filter a `CF.LOADCHUNK` header makes (any expansion up to 32768, no memory limit).
+    fn decoded(h: &dump::Header) -> Cuckoo {
+        let limits = dump::HeaderLimits {
+            max_expansion: 32768,
+        };
+        dump::decode_header(h, limits, u64::MAX).unwrap()
+    }
+
     /// Per-filter memory: the filter is 40 bytes, as RedisBloom's filter record, so the
     /// allocator rounds both alike; a sub-filter is 24, RedisBloom's 16 and the pointer to its
     /// occupancy map.
@@ -1130,19 +1162,7 @@ mod tests {
     fn an_expansion_that_is_not_a_power_of_two_grows_without_evictions_and_reloads() {
         // Only a crafted header gives one: 2 buckets of 1, expansion 3 -> sub-filters of 2,
         // 6, 18 ... buckets, where evictions are not tried (see evict_into_newest).
-        let h = dump::Header {
-            items: 0,
-            buckets: 2,
-            deletes: 0,
-            filters: 1,
-            bucket_size: 1,
-            max_iterations: 20,
-            expansion: 3,
-        };
-        let limits = dump::HeaderLimits {
-            max_expansion: 32768,
-        };
-        let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let mut cf = crafted(0, 2, 1, 1, 3);
         let items: Vec<String> = (0..60).map(|i| format!("x{i}")).collect();
         for it in &items {
             assert_eq!(cf.insert(it.as_bytes(), false, u64::MAX), Insert::Inserted);
@@ -1220,9 +1240,21 @@ mod tests {
         cf.deletes = 0;
         freed
     }
+    /// Compacts `cf` and checks that it freed and left what [`plain_compact`] does.
+    fn compact_as_the_walk(cf: &mut Cuckoo, keep_going: bool, case: &str) {
+        let mut reference = cf.clone();
+        let freed = cf.compact(keep_going);
+        assert_eq!(
+            freed.len(),
+            plain_compact(&mut reference, keep_going),
+            "{case}"
+        );
+        assert!(*cf == reference, "{case}: the tables differ");
+    }
+
     /// A filter rebuilt from its SCANDUMP walk by `CF.LOADCHUNK`: the header, then each chunk.
     fn through_loadchunk(cf: &Cuckoo) -> Cuckoo {
-        let h = dump::Header {
+        let mut copy = decoded(&dump::Header {
             items: cf.items,
             buckets: cf.buckets(),
             deletes: cf.deletes,
@@ -1230,11 +1262,7 @@ mod tests {
             bucket_size: cf.bucket_size,
             max_iterations: cf.max_iterations,
             expansion: cf.expansion,
-        };
-        let limits = dump::HeaderLimits {
-            max_expansion: 32768,
-        };
-        let mut copy = dump::decode_header(&h, limits, u64::MAX).unwrap();
+        });
         let mut pos = 1;
         while let dump::Scan::Chunk(next, bytes) = dump::scan(cf, pos) {
             assert!(dump::apply_chunk(&mut copy, next, bytes).is_ok());
@@ -1253,16 +1281,7 @@ mod tests {
     /// and chunks in between, so that maps left by one compaction serve the next.
     #[test]
     fn compaction_through_occupancy_maps_moves_what_a_slot_by_slot_walk_moves() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let limits = dump::HeaderLimits {
-            max_expansion: 32768,
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut mapped = 0;
         for round in 0..40 {
             let bs = [1u16, 2, 4, 3][round % 4];
@@ -1270,16 +1289,7 @@ mod tests {
             // The first sub-filter 16–128 KiB (with a map from 64 KiB on).
             let buckets = (1u64 << (14 + round % 4)) / u64::from(bs).next_power_of_two();
             let filters = 2 + (round / 4) % 3;
-            let h = dump::Header {
-                items: 0,
-                buckets,
-                deletes: 0,
-                filters: filters as u64,
-                bucket_size: bs,
-                max_iterations: 20,
-                expansion,
-            };
-            let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+            let mut cf = crafted(0, buckets, filters as u64, bs, expansion);
             let chunk = |cf: &mut Cuckoo, next: &mut dyn FnMut() -> u64| {
                 let total = cf.table_bytes();
                 let len = 1 + next() % 40;
@@ -1366,17 +1376,10 @@ mod tests {
                     cf.items = 1 << 40;
                 }
                 mapped += cf.filters.iter().filter(|f| f.occupancy.is_some()).count();
-                let keep_going = next() % 2 == 0;
-                let mut reference = cf.clone();
-                let freed = cf.compact(keep_going);
-                assert_eq!(
-                    freed.len(),
-                    plain_compact(&mut reference, keep_going),
-                    "round {round} step {step}"
-                );
-                assert!(
-                    cf == reference,
-                    "round {round} step {step}: the tables differ"
+                compact_as_the_walk(
+                    &mut cf,
+                    next() % 2 == 0,
+                    &format!("round {round} step {step}"),
                 );
             }
         }
@@ -1385,13 +1388,7 @@ mod tests {
 
     #[test]
     fn compaction_moves_what_a_slot_by_slot_walk_moves() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         for round in 0..400 {
             let bs = [1u16, 2, 3, 4, 7][round % 5];
             let many = round % 2 == 1;
@@ -1400,19 +1397,7 @@ mod tests {
             } else {
                 (2 + round % 3, [1u16, 2, 4][round % 3], 1 << (round % 7))
             };
-            let h = dump::Header {
-                items: 1,
-                buckets,
-                deletes: 0,
-                filters: filters as u64,
-                bucket_size: bs,
-                max_iterations: 20,
-                expansion,
-            };
-            let limits = dump::HeaderLimits {
-                max_expansion: 32768,
-            };
-            let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+            let mut cf = crafted(1, buckets, filters as u64, bs, expansion);
             // Occupancy from 1 slot in 300 to nearly full; with many sub-filters, most of them
             // full (as after a few deletions), some empty.
             let per_mille = [3u64, 50, 400, 900, 1000][round % 5];
@@ -1428,15 +1413,7 @@ mod tests {
                     }
                 }
             }
-            let keep_going = round % 3 != 0;
-            let mut reference = cf.clone();
-            let freed = cf.compact(keep_going);
-            assert_eq!(
-                freed.len(),
-                plain_compact(&mut reference, keep_going),
-                "round {round}"
-            );
-            assert_eq!(cf, reference, "round {round}");
+            compact_as_the_walk(&mut cf, round % 3 != 0, &format!("round {round}"));
         }
     }
 
@@ -1474,19 +1451,7 @@ mod tests {
         assert!(read <= 16 << 10, "a CF.DEL read {read} bytes");
         assert_eq!((cf.items, cf.filters.len(), cf.count(b"x")), (3, 2, 3));
 
-        let h = dump::Header {
-            items: 1,
-            buckets: 1 << 20,
-            deletes: 0,
-            filters: 40,
-            bucket_size: 1,
-            max_iterations: 20,
-            expansion: 1,
-        };
-        let limits = dump::HeaderLimits {
-            max_expansion: 32768,
-        };
-        let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let mut cf = crafted(1, 1 << 20, 40, 1, 1);
         for f in cf.filters[..39].iter_mut() {
             f.data_mut().fill(7);
         }
