@@ -357,6 +357,43 @@ def sc_cf_compact_many(con, gib):
     return [("CF.COMPACT", "big")]
 
 
+CF_DEL_PAIRS = 20
+
+
+def cf_add_del_pairs():
+    # CF.ADD k x + CF.DEL k x, CF_DEL_PAIRS times: each CF.DEL compacts (deletions pass 10 % of
+    # the items) and cannot empty the big newest sub-filter, so each reads it again unless the
+    # compaction follows the occupied slots. The worst gap is one CF.DEL; op time / pairs is
+    # the time of a pair.
+    return [("CF.ADD", "big", "x"), ("CF.DEL", "big", "x")] * CF_DEL_PAIRS
+
+
+def sc_cf_del_compact(con, gib):
+    # CF.RESERVE big 16384 BUCKETSIZE 1 EXPANSION 32768, three CF.ADD big x (x's two buckets
+    # in the first sub-filter fill up, the third copy grows a 512 MiB newest sub-filter), then
+    # the pairs. Independent of --gib.
+    con.call("CF.RESERVE", "big", 16384, "BUCKETSIZE", 1, "EXPANSION", 32768)
+    for _ in range(3):
+        con.call("CF.ADD", "big", "x")
+    return cf_add_del_pairs()
+
+
+def sc_cf_del_compact_4g(con, gib):
+    # A CF.LOADCHUNK header of 2 sub-filters, 16 384 buckets of 8 and expansion 32768 (a 128 KiB
+    # first sub-filter, a 4 GiB newest), 3 items; the first sub-filter written full, one
+    # fingerprint near the end of the newest (it cannot move: its buckets in the first are
+    # full); then the pairs. Independent of --gib.
+    first, newest = 16384 * 8, 16384 * 32768 * 8
+    header = b"".join(((3).to_bytes(8, "little"), (16384).to_bytes(8, "little"),
+                       (0).to_bytes(8, "little"), (2).to_bytes(8, "little"),
+                       (8).to_bytes(2, "little"), (20).to_bytes(2, "little"),
+                       (32768).to_bytes(2, "little")))
+    con.call("CF.LOADCHUNK", "big", 1, header)
+    con.call("CF.LOADCHUNK", "big", 1 + first, b"\x11" * first)
+    con.call("CF.LOADCHUNK", "big", 1 + first + newest - 5 * 4096 + 1, b"\x22")
+    return cf_add_del_pairs()
+
+
 def sc_cf_full_insert(con, gib):
     # The longest eviction walks the options allow: a full non-scaling filter of 2 buckets of
     # 255 with MAXITERATIONS 65535; each of 200 items walks 65 535 evictions, finds no room and
@@ -413,6 +450,12 @@ SCENARIOS = {
                            "CF.COMPACT, 2 sub-filters of {h} GiB, the newest full"),
     "cf-compact-many": ([], sc_cf_compact_many,
                         "CF.COMPACT, 65 535 one-slot sub-filters, 1 in 21 empty"),
+    "cf-del-compact": ([], sc_cf_del_compact,
+                       "%d x (CF.ADD + CF.DEL), each compacting a 512 MiB sub-filter of one item"
+                       % CF_DEL_PAIRS),
+    "cf-del-compact-4g": ([], sc_cf_del_compact_4g,
+                          "%d x (CF.ADD + CF.DEL), a 4 GiB LOADCHUNK newest sub-filter of 2 items"
+                          % CF_DEL_PAIRS),
     "cf-full-insert": ([], sc_cf_full_insert,
                        "CF.INSERT of 200 items into a full 2 x 255 filter, MAXITERATIONS 65535"),
 }

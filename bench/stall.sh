@@ -8,7 +8,8 @@
 #        idle reserve grow del del-lazy unlink unlink-lazy flushall-async chain-del chain-many-del
 #        chain-unlink chain-expire chain-evict chain-evict-lazy evict evict-lazy window-unlink
 #        window-idle-add copy-sparse copy-dense bgsave-after-del bgsave-later cf-reserve cf-del
-#        cf-compact cf-compact-touched cf-compact-many cf-full-insert),
+#        cf-compact cf-compact-touched cf-compact-many cf-del-compact cf-del-compact-4g
+#        cf-full-insert),
 #        REDIS_SERVER.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -218,7 +218,7 @@ fn cuckoo_filled(capacity: u64) -> Cuckoo {
     let slots = cf.table_bytes();
     let keep = (capacity as f64 / slots as f64 * u32::MAX as f64) as u64;
     let mut rng = Rng(0x2545f4914f6cdd1d);
-    for b in cf.filters[0].data.iter_mut() {
+    for b in cf.filters[0].data_mut().iter_mut() {
         let r = rng.next();
         if (r >> 32) < keep {
             *b = (r % 255 + 1) as u8;
@@ -363,7 +363,7 @@ fn cuckoo_compact(c: &mut Criterion) {
                     let mut cf = decode_header(&header, limits, u64::MAX).unwrap();
                     if every > 0 {
                         let mut rng = Rng(0x5bd1e995);
-                        for s in cf.filters[1].data.iter_mut().step_by(every) {
+                        for s in cf.filters[1].data_mut().iter_mut().step_by(every) {
                             *s = (rng.next() % 255 + 1) as u8;
                         }
                     }

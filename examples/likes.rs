@@ -303,7 +303,7 @@ fn false_positive_rate(cf: &Cuckoo) -> f64 {
     let bs = usize::from(cf.bucket_size);
     let mut none = 1.0;
     for f in &cf.filters {
-        let buckets = f.data.chunks(bs);
+        let buckets = f.data().chunks(bs);
         let n = buckets.len() as f64;
         let mean: f64 = buckets
             .map(|b| miss.powi(b.iter().filter(|&&x| x != 0).count() as i32))

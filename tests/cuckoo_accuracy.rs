@@ -55,7 +55,7 @@ fn table_rate(cf: &Cuckoo) -> Option<f64> {
     // The fingerprints present at each bucket index, in any sub-filter: 256 bits.
     let mut sets = vec![[0u64; 4]; n as usize];
     for f in &cf.filters {
-        for (set, bucket) in sets.iter_mut().zip(f.data.chunks(bs)) {
+        for (set, bucket) in sets.iter_mut().zip(f.data().chunks(bs)) {
             for &x in bucket.iter().filter(|&&x| x != 0) {
                 set[usize::from(x >> 6)] |= 1 << (x & 63);
             }

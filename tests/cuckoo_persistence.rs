@@ -328,7 +328,7 @@ fn loadchunk_builds_the_cores_filters_and_every_reload_keeps_them() {
     copied.extend_from_slice(b":copied");
     let before = digest(&mut con, c.key);
     let mut changed = cf.clone();
-    changed.filters[0].data[0] ^= 0x5a;
+    changed.filters[0].data_mut()[0] ^= 0x5a;
     let _: () = cmd("DEL").arg(&copied).query(&mut con).unwrap();
     load(&mut con, &copied, &changed);
     assert_ne!(digest(&mut con, &copied), before);

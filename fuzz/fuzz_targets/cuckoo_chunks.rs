@@ -41,7 +41,7 @@ fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
         let n = f.bytes();
         if start >= base && start < base + n {
             let off = (start - base) as usize;
-            return f.data.get(off..off + len);
+            return f.data().get(off..off + len);
         }
         base += n;
     }
@@ -49,7 +49,7 @@ fn read_at(cf: &Cuckoo, start: u64, len: usize) -> Option<&[u8]> {
     // sub-filter, and writes at that offset of the last one.
     let last = cf.filters.last()?;
     let off = usize::try_from(start - base).ok()?;
-    last.data.get(off..off.checked_add(len)?)
+    last.data().get(off..off.checked_add(len)?)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -93,7 +93,7 @@ pub fn invariants(cf: &Cuckoo) {
     assert!(cf.max_iterations >= 1);
     for (f, n) in cf.filters.iter().zip(cf.bucket_counts()) {
         assert!(n > 0);
-        assert_eq!(f.data.len() as u64, n * u64::from(cf.bucket_size));
+        assert_eq!(f.data().len() as u64, n * u64::from(cf.bucket_size));
     }
     assert_eq!(
         cf.mem_usage(),

@@ -4,7 +4,7 @@
 
 use super::chain::Chain;
 use super::layer::{try_zeroed, Layer, LayerParams, OPT_ALL};
-use super::sparse::write_sparse;
+use crate::sparse::write_sparse;
 
 /// Largest chunk SCANDUMP returns, in bytes (16 MiB, as RedisBloom).
 pub const MAX_CHUNK_BYTES: usize = 16 * 1024 * 1024;

@@ -24,16 +24,16 @@ const LINE: usize = 64;
 #[inline]
 fn bucket_has(f: &SubFilter, b: Shape, index: u64, fp: u8) -> bool {
     let s = reduce(index, b.buckets) as usize * b.size;
-    f.data[s..s + b.size].contains(&fp)
+    f.data()[s..s + b.size].contains(&fp)
 }
 
 /// Starts loading the cache line(s) of bucket `index` (unreduced) of `f`.
 #[inline]
 fn prefetch_bucket(f: &SubFilter, b: Shape, index: u64) {
     let s = reduce(index, b.buckets) as usize * b.size;
-    prefetch_index(&f.data, s);
+    prefetch_index(f.data(), s);
     if s % LINE + b.size > LINE {
-        prefetch_index(&f.data, s + b.size - 1);
+        prefetch_index(f.data(), s + b.size - 1);
     }
 }
 

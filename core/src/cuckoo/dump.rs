@@ -208,7 +208,7 @@ pub fn table_chunk(cf: &Cuckoo, pos: i64) -> Scan<'_> {
     let size = i128::from(f.bytes());
     if size <= i128::from(MAX_CHUNK_BYTES) {
         return match i64::try_from(i128::from(pos) + size) {
-            Ok(next) => Scan::Chunk(next, &f.data),
+            Ok(next) => Scan::Chunk(next, f.data()),
             Err(_) => Scan::End,
         };
     }
@@ -218,7 +218,7 @@ pub fn table_chunk(cf: &Cuckoo, pos: i64) -> Scan<'_> {
     let n = (size - offset).min(i128::from(MAX_CHUNK_BYTES));
     let start = offset as usize;
     match i64::try_from(i128::from(pos) + n) {
-        Ok(next) => Scan::Chunk(next, &f.data[start..start + n as usize]),
+        Ok(next) => Scan::Chunk(next, &f.data()[start..start + n as usize]),
         Err(_) => Scan::End,
     }
 }
@@ -245,7 +245,7 @@ pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ChunkRe
         return Err(ChunkRefused);
     }
     let start = offset as usize;
-    crate::sparse::write_sparse(&mut f.data[start..start + data.len()], data);
+    f.write(start, data);
     Ok(())
 }
 
@@ -413,7 +413,7 @@ mod tests {
         )
         .unwrap();
         for (i, f) in cf.filters.iter_mut().enumerate() {
-            f.data[0] = (i % 255) as u8 + 1;
+            f.data_mut()[0] = (i % 255) as u8 + 1;
         }
         let mut copy = decode_header(
             &parse_header(&encode_header(&cf)).unwrap(),

@@ -23,7 +23,10 @@
 //!   first sub-filter it cannot empty.
 //! - **Compaction** ([`Cuckoo::compact`]): from the newest sub-filter down to the second,
 //!   each fingerprint is moved to the first free slot its buckets have in an older
-//!   sub-filter (oldest first); a newest sub-filter left empty is freed.
+//!   sub-filter (oldest first); a newest sub-filter left empty is freed. What it reads follows
+//!   the slots that hold fingerprints, not the tables' size: a table of
+//!   [`OCCUPANCY_MIN_BYTES`] or more keeps an occupancy map (in memory only) of the 4 KiB
+//!   blocks a fingerprint was written into, and a compaction reads only those.
 //!
 //! Sizes: a filter made for capacity `c` with bucket size `b` has `next_pow2(c / b)` buckets
 //! in its first sub-filter (at least 1); each sub-filter is `buckets × b` bytes.
@@ -98,15 +101,96 @@ impl Lookup {
     }
 }
 
-/// One sub-filter: a table of buckets of the filter's bucket size, one byte per slot.
+/// One sub-filter: a table of buckets of the filter's bucket size, one byte per slot, and for a
+/// big table its occupancy map ([`OCCUPANCY_MIN_BYTES`]).
 ///
-/// Only the table is kept (16 bytes, as RedisBloom's sub-filter record): its bucket count is
-/// the table's length over the filter's bucket size ([`SubFilter::buckets`]), which the filter
-/// knows without a division for its first sub-filter ([`Cuckoo::shape_of`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The table's bytes are RedisBloom's (`data`); the map is the module's own, kept in memory
+/// only (never in RDB or SCANDUMP), so that a compaction reads the blocks that may hold
+/// fingerprints rather than the whole table. The bucket count is the table's length over the
+/// filter's bucket size ([`SubFilter::buckets`]), which the filter knows without a division
+/// for its first sub-filter ([`Cuckoo::shape_of`]).
+#[derive(Debug, Clone)]
 pub struct SubFilter {
-    /// The slots, bucket after bucket: `buckets × bucket_size` bytes, 0 = empty.
-    pub data: Box<[u8]>,
+    /// The slots, bucket after bucket: `buckets × bucket_size` bytes, 0 = empty. Written only
+    /// through methods that keep the occupancy map true ([`SubFilter::data_mut`] for any
+    /// other write).
+    data: Box<[u8]>,
+    /// Which blocks may hold a fingerprint (None: a small table, or the map could not be
+    /// allocated; compaction then reads the whole table).
+    occupancy: Option<Box<Occupancy>>,
+}
+
+/// Sub-filters compare by their tables only (two equal tables may have maps that differ in
+/// blocks emptied since they were last compacted).
+impl PartialEq for SubFilter {
+    fn eq(&self, other: &SubFilter) -> bool {
+        self.data == other.data
+    }
+}
+
+impl Eq for SubFilter {}
+
+/// Bytes of a table per bit of an occupancy map.
+pub const OCCUPANCY_BLOCK_BYTES: usize = 4096;
+
+/// Tables of at least this many bytes have an occupancy map (smaller ones are read whole by a
+/// compaction: at most 64 KiB).
+pub const OCCUPANCY_MIN_BYTES: usize = 64 << 10;
+
+/// The occupancy map of a big table, in two levels: a bit per 4 KiB block of the table, set
+/// whenever a fingerprint is written into the block (cleared only by a compaction that found
+/// the block empty, so a clear bit means an empty block), and a bit per 64-bit word of those,
+/// set when the word is not zero. 1/32 768 of the table plus 1/64 of that, so a compaction of
+/// a sparse 4 GiB table reads 2 KiB of map and the blocks marked.
+#[derive(Debug, Clone)]
+struct Occupancy {
+    /// A bit per block (bit `b % 64` of word `b / 64`).
+    blocks: Box<[u64]>,
+    /// A bit per word of `blocks` that is not zero.
+    words: Box<[u64]>,
+}
+
+impl Occupancy {
+    /// A map of a table of `len` bytes, every block marked (`all`) or none; None when it is
+    /// small ([`OCCUPANCY_MIN_BYTES`]) or the map cannot be allocated.
+    fn new(len: usize, all: bool) -> Option<Box<Occupancy>> {
+        if len < OCCUPANCY_MIN_BYTES {
+            return None;
+        }
+        let blocks = len.div_ceil(OCCUPANCY_BLOCK_BYTES);
+        let zeroed = |n: usize| bytemuck::allocation::try_zeroed_slice_box::<u64>(n).ok();
+        let mut map = Occupancy {
+            blocks: zeroed(blocks.div_ceil(64))?,
+            words: zeroed(blocks.div_ceil(64 * 64))?,
+        };
+        if all {
+            map.mark_range(0, len);
+        }
+        Some(Box::new(map))
+    }
+
+    /// Bytes it takes.
+    fn bytes(&self) -> u64 {
+        8 * (self.blocks.len() + self.words.len()) as u64
+    }
+
+    /// Marks the block of table byte `at`.
+    #[inline(always)]
+    fn mark(&mut self, at: usize) {
+        let b = at / OCCUPANCY_BLOCK_BYTES;
+        self.blocks[b / 64] |= 1 << (b % 64);
+        self.words[b / 4096] |= 1 << ((b / 64) % 64);
+    }
+
+    /// Marks every block of table bytes `start .. start + len` (`len` ≥ 1).
+    fn mark_range(&mut self, start: usize, len: usize) {
+        let last = start + len - 1;
+        let mut at = start - start % OCCUPANCY_BLOCK_BYTES;
+        while at <= last {
+            self.mark(at);
+            at += OCCUPANCY_BLOCK_BYTES;
+        }
+    }
 }
 
 /// Bucket `index` (unreduced) reduced to a sub-filter of `buckets` buckets: `index % buckets`
@@ -131,7 +215,100 @@ impl SubFilter {
             .checked_mul(u64::from(bucket_size))
             .ok_or(CuckooError::OutOfMemory)?;
         let data = try_zeroed(bytes).map_err(|_| CuckooError::OutOfMemory)?;
-        Ok(SubFilter { data })
+        let occupancy = Occupancy::new(data.len(), false);
+        Ok(SubFilter { data, occupancy })
+    }
+
+    /// A sub-filter of a table read from elsewhere (an RDB value): every block is taken as
+    /// occupied until a compaction reads it.
+    pub fn from_data(data: Box<[u8]>) -> SubFilter {
+        let occupancy = Occupancy::new(data.len(), true);
+        SubFilter { data, occupancy }
+    }
+
+    /// Its table (RedisBloom's bytes).
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Its table, to write any bytes into: every block is taken as occupied until a compaction
+    /// reads it (costs 1/32 768 of the table; [`Cuckoo::insert`] and `CF.LOADCHUNK`'s
+    /// [`dump::apply_chunk`] mark only what they write).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        if let Some(map) = self.occupancy.as_mut() {
+            if !self.data.is_empty() {
+                map.mark_range(0, self.data.len());
+            }
+        }
+        &mut self.data
+    }
+
+    /// Writes `bytes` at table offset `start` (which the caller has checked to fit), marking
+    /// only the blocks written.
+    pub fn write(&mut self, start: usize, bytes: &[u8]) {
+        // Only the pages that change are written: a chunk copied into a fresh zeroed table
+        // leaves its all-zero pages unresident ([`crate::sparse::write_sparse`]).
+        crate::sparse::write_sparse(&mut self.data[start..start + bytes.len()], bytes);
+        if let (Some(map), false) = (self.occupancy.as_mut(), bytes.is_empty()) {
+            map.mark_range(start, bytes.len());
+        }
+    }
+
+    /// Its table, taken out (to free it).
+    pub fn into_data(self) -> Box<[u8]> {
+        self.data
+    }
+
+    /// A pointer to its table, for moving the table elsewhere unchanged (active defrag, then
+    /// [`SubFilter::replace_data`]); bytes written through it would not be marked in the
+    /// occupancy map.
+    pub fn table_ptr(&mut self) -> *mut u8 {
+        self.data.as_mut_ptr()
+    }
+
+    /// Puts `data`, a table holding the same bytes (the same table moved elsewhere, as active
+    /// defrag does), in place of its table; returns the old one.
+    pub fn replace_data(&mut self, data: Box<[u8]>) -> Box<[u8]> {
+        debug_assert_eq!(data.len(), self.data.len());
+        std::mem::replace(&mut self.data, data)
+    }
+
+    /// A copy of this sub-filter whose table is `data`, a copy of its table made by the caller
+    /// (`COPY` copies only the written pages): the occupancy map is copied, or None when it
+    /// cannot be allocated.
+    pub fn copy_onto(&self, data: Box<[u8]>) -> Option<SubFilter> {
+        debug_assert_eq!(data.len(), self.data.len());
+        let occupancy = match &self.occupancy {
+            None => None,
+            Some(map) => {
+                let copy = |w: &[u64]| {
+                    let mut b = bytemuck::allocation::try_zeroed_slice_box::<u64>(w.len()).ok()?;
+                    b.copy_from_slice(w);
+                    Some(b)
+                };
+                Some(Box::new(Occupancy {
+                    blocks: copy(&map.blocks)?,
+                    words: copy(&map.words)?,
+                }))
+            }
+        };
+        Some(SubFilter { data, occupancy })
+    }
+
+    /// Bytes of its occupancy map (0 when it has none): memory the module takes beyond
+    /// RedisBloom's figure.
+    pub fn occupancy_bytes(&self) -> u64 {
+        self.occupancy.as_ref().map_or(0, |m| m.bytes())
+    }
+
+    /// Stores `fp` in slot `at` (an empty one), marking its block.
+    #[inline(always)]
+    fn put(&mut self, at: usize, fp: u8) {
+        self.data[at] = fp;
+        if let Some(map) = self.occupancy.as_mut() {
+            map.mark(at);
+        }
     }
 
     /// Bytes of its table.
@@ -420,7 +597,7 @@ impl Cuckoo {
                 let b = self.shape_of(i, &self.filters[i]);
                 let f = &mut self.filters[i];
                 if let Some(at) = f.free_slot(l, b) {
-                    f.data[at] = l.fp;
+                    f.put(at, l.fp);
                     self.items += 1;
                     return Insert::Inserted;
                 }
@@ -481,7 +658,8 @@ impl Cuckoo {
             index = reduce(alt_index(fp, index), n);
             let s = (index * bs) as usize;
             if let Some(i) = empty_slot(&f.data[s..s + bs as usize]) {
-                f.data[s + i] = fp;
+                // The swaps above wrote only into occupied slots, whose blocks are marked.
+                f.put(s + i, fp);
                 return true;
             }
             victim += 1;
@@ -536,13 +714,11 @@ impl Cuckoo {
             .enumerate()
             .map(|(i, f)| self.shape_of(i, f))
             .collect();
-        // The newest sub-filter is never a target: its free slots are not counted.
-        let mut open = (filters.len() > SKIP_FULL_FROM)
-            .then(|| OpenSubFilters::new(&filters[..filters.len() - 1]));
+        let mut skip = SkipFull::new(&filters);
         let bs = usize::from(self.bucket_size);
         let mut i = filters.len();
         while i > 1 {
-            let ok = compact_one(&mut filters, &shapes, i - 1, bs, open.as_mut());
+            let ok = compact_one(&mut filters, &shapes, i - 1, bs, &mut skip);
             if ok && i == filters.len() {
                 if let Some(f) = filters.pop() {
                     freed.push(f);
@@ -561,25 +737,112 @@ impl Cuckoo {
     }
 }
 
-/// Sub-filter counts above which compaction keeps track of the older sub-filters that still
+thread_local! {
+    static COMPACTION_BYTES_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes of tables (and of their occupancy maps) compactions on this thread have read so far,
+/// cumulative: a deterministic measure of a compaction's work, for tests and benchmarks (the
+/// difference across a call is what that call read).
+pub fn compaction_bytes_read() -> u64 {
+    COMPACTION_BYTES_READ.with(|c| c.get())
+}
+
+fn count_read(bytes: u64) {
+    COMPACTION_BYTES_READ.with(|c| c.set(c.get().wrapping_add(bytes)));
+}
+
+/// Sub-filter counts above which compaction may keep track of the older sub-filters that still
 /// have a free slot ([`OpenSubFilters`]), so that a fingerprint skips the full ones: a filter
 /// of thousands of small sub-filters (possible through a `CF.LOADCHUNK` header) would
 /// otherwise try every older one for every fingerprint. Below it, trying each is cheaper than
 /// counting their free slots first.
 const SKIP_FULL_FROM: usize = 32;
 
+/// Tries of older sub-filters a compaction makes, per 64 bytes of their tables, before it
+/// counts their free slots ([`SkipFull`]).
+const PROBES_PER_64_BYTES_BEFORE_COUNTING: u64 = 1;
+
+/// Whether and when a compaction skips full older sub-filters: with more than
+/// [`SKIP_FULL_FROM`] sub-filters it starts tracking them ([`OpenSubFilters`], which reads
+/// every older table to count its free slots) only once it has tried older sub-filters as
+/// many times as their tables have 64-byte blocks, so that the count costs no more than the
+/// tries it saves, and a compaction that moves a handful of fingerprints reads no more than
+/// those fingerprints' buckets. Which sub-filter a fingerprint moves into is the same either
+/// way (a full one has no free slot to offer).
+struct SkipFull {
+    /// The tracking, once started.
+    open: Option<OpenSubFilters>,
+    /// Tries so far.
+    probes: u64,
+    /// Tries after which the tracking starts (None: never).
+    due: Option<u64>,
+}
+
+impl SkipFull {
+    /// For a compaction of `filters` (all of the filter's sub-filters).
+    fn new(filters: &[SubFilter]) -> SkipFull {
+        // The newest sub-filter is never a target: its free slots are not counted.
+        let targets = &filters[..filters.len().saturating_sub(1)];
+        let due = (filters.len() > SKIP_FULL_FROM).then(|| {
+            let bytes: u64 = targets.iter().map(SubFilter::bytes).sum();
+            bytes / 64 * PROBES_PER_64_BYTES_BEFORE_COUNTING
+        });
+        SkipFull {
+            open: None,
+            probes: 0,
+            due,
+        }
+    }
+
+    /// Starts tracking `targets` (the sub-filters older than the one being compacted) when it
+    /// is due.
+    #[inline]
+    fn build_when_due(&mut self, targets: &[SubFilter]) {
+        if self.due.is_some_and(|d| self.probes >= d) {
+            self.due = None;
+            self.open = Some(OpenSubFilters::new(targets));
+        }
+    }
+
+    /// The first older sub-filter to try.
+    #[inline]
+    fn first(&mut self) -> usize {
+        self.next(0)
+    }
+
+    /// The next older sub-filter to try at or after `i`.
+    #[inline]
+    fn next(&mut self, i: usize) -> usize {
+        match self.open.as_mut() {
+            Some(o) => o.find(i),
+            None => i,
+        }
+    }
+
+    /// A slot of sub-filter `i` was filled.
+    #[inline]
+    fn took(&mut self, i: usize) {
+        if let Some(o) = self.open.as_mut() {
+            o.took(i);
+        }
+    }
+}
+
 /// The sub-filters with a free slot, in order, for a compaction: free slot counts, and for
 /// each sub-filter the next one at or after it that is not full (a skip list with path
 /// compression: during a compaction sub-filters only fill up, apart from the one being
-/// emptied, which is never a target again).
+/// emptied, which is never a target again). It covers the sub-filters older than the one being
+/// compacted when it was made, which are all a later step of the compaction can target.
 struct OpenSubFilters {
     free: Vec<u64>,
     next: Vec<usize>,
 }
 
 impl OpenSubFilters {
-    /// Tracks `targets`, the sub-filters fingerprints may move into (all but the newest).
+    /// Tracks `targets`, the sub-filters fingerprints may move into.
     fn new(targets: &[SubFilter]) -> OpenSubFilters {
+        count_read(targets.iter().map(SubFilter::bytes).sum());
         let free: Vec<u64> = targets
             .iter()
             .map(|f| f.data.iter().filter(|&&b| b == 0).count() as u64)
@@ -618,13 +881,17 @@ impl OpenSubFilters {
 }
 
 /// Moves every fingerprint of sub-filter `at` it can into older ones, trying them oldest
-/// first (only those with a free slot when `open` tracks them); true when all moved.
+/// first (only those with a free slot once `skip` tracks them); true when all moved.
+///
+/// The fingerprints are visited slot by slot in order, as a plain walk would; a table with an
+/// occupancy map is read only in its marked blocks (and the blocks found empty, or emptied,
+/// are unmarked), a table without one whole, skipping empty runs 64 bytes at a time.
 fn compact_one(
     filters: &mut [SubFilter],
     shapes: &[Shape],
     at: usize,
     bs: usize,
-    mut open: Option<&mut OpenSubFilters>,
+    skip: &mut SkipFull,
 ) -> bool {
     let cur_shape = shapes[at];
     // A fingerprint can only move to a sub-filter whose buckets it can find from the bucket
@@ -636,44 +903,71 @@ fn compact_one(
             && b.buckets <= cur_shape.buckets
     };
     let (older, rest) = filters.split_at_mut(at);
-    let cur = &mut rest[0];
-    let mut all = true;
-    // Slot by slot in order, skipping empty runs a block at a time (a big sub-filter is mostly
-    // empty after deletions, or never written).
-    let mut from = 0;
+    let SubFilter { data, occupancy } = &mut rest[0];
     // A fingerprint's bucket is its slot over the bucket size: a prepared divisor, since a
     // hardware division would take half the time of a dense compaction.
     let per_bucket = strength_reduce::StrengthReducedUsize::new(bs);
-    while let Some(at_slot) = next_occupied(&cur.data, from) {
-        from = at_slot + 1;
-        let fp = cur.data[at_slot];
-        let bucket = (at_slot / per_bucket) as u64;
-        let l = Lookup {
-            fp,
-            h1: bucket,
-            h2: alt_index(fp, bucket),
-        };
-        let mut moved = false;
-        let mut j = open.as_mut().map_or(0, |o| o.find(0));
-        while j < at {
-            if movable(&shapes[j]) {
-                if let Some(i) = older[j].free_slot(&l, shapes[j]) {
-                    older[j].data[i] = fp;
-                    cur.data[at_slot] = 0;
-                    if let Some(o) = open.as_mut() {
-                        o.took(j);
+    // Moves what it can of table bytes `start .. end`; true when nothing is left there.
+    let mut move_from = |data: &mut [u8], start: usize, end: usize| -> bool {
+        count_read((end - start) as u64);
+        let mut left = false;
+        let mut from = start;
+        while let Some(at_slot) = next_occupied(&data[..end], from) {
+            from = at_slot + 1;
+            skip.build_when_due(older);
+            let fp = data[at_slot];
+            let bucket = (at_slot / per_bucket) as u64;
+            let l = Lookup {
+                fp,
+                h1: bucket,
+                h2: alt_index(fp, bucket),
+            };
+            let mut moved = false;
+            let mut j = skip.first();
+            while j < at {
+                if movable(&shapes[j]) {
+                    skip.probes += 1;
+                    if let Some(i) = older[j].free_slot(&l, shapes[j]) {
+                        older[j].put(i, fp);
+                        data[at_slot] = 0;
+                        skip.took(j);
+                        moved = true;
+                        break;
                     }
-                    moved = true;
-                    break;
+                }
+                j = skip.next(j + 1);
+            }
+            left |= !moved;
+        }
+        !left
+    };
+    let Some(map) = occupancy.as_mut() else {
+        let len = data.len();
+        return move_from(data, 0, len);
+    };
+    let mut all = true;
+    count_read(8 * map.words.len() as u64);
+    for wi in 0..map.words.len() {
+        let mut top = map.words[wi];
+        while top != 0 {
+            let w = wi * 64 + top.trailing_zeros() as usize;
+            top &= top - 1;
+            count_read(8);
+            let mut bits = map.blocks[w];
+            while bits != 0 {
+                let k = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let start = (w * 64 + k) * OCCUPANCY_BLOCK_BYTES;
+                let end = (start + OCCUPANCY_BLOCK_BYTES).min(data.len());
+                if move_from(data, start, end) {
+                    map.blocks[w] &= !(1 << k);
+                } else {
+                    all = false;
                 }
             }
-            j = match open.as_mut() {
-                Some(o) => o.find(j + 1),
-                None => j + 1,
-            };
-        }
-        if !moved {
-            all = false;
+            if map.blocks[w] == 0 {
+                map.words[wi] &= !(1 << (w % 64));
+            }
         }
     }
     all
@@ -714,12 +1008,45 @@ fn next_occupied(data: &[u8], from: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// Per-filter memory: the filter is 40 bytes and a sub-filter 16, as RedisBloom's filter
-    /// and sub-filter records, so the allocator rounds both alike.
+    /// A filter made by a `CF.LOADCHUNK` header (empty tables, max iterations 20, no
+    /// deletions).
+    fn crafted(items: u64, buckets: u64, filters: u64, bucket_size: u16, expansion: u16) -> Cuckoo {
+        decoded(&dump::Header {
+            items,
+            buckets,
+            deletes: 0,
+            filters,
+            bucket_size,
+            max_iterations: 20,
+            expansion,
+        })
+    }
+
+    /// A xorshift64 generator from `seed` (not 0).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
+    /// The filter a `CF.LOADCHUNK` header makes (any expansion up to 32768, no memory limit).
+    fn decoded(h: &dump::Header) -> Cuckoo {
+        let limits = dump::HeaderLimits {
+            max_expansion: 32768,
+        };
+        dump::decode_header(h, limits, u64::MAX).unwrap()
+    }
+
+    /// Per-filter memory: the filter is 40 bytes, as RedisBloom's filter record, so the
+    /// allocator rounds both alike; a sub-filter is 24, RedisBloom's 16 and the pointer to its
+    /// occupancy map.
     #[test]
     fn struct_sizes() {
         assert_eq!(std::mem::size_of::<Cuckoo>(), 40);
-        assert_eq!(std::mem::size_of::<SubFilter>(), 16);
+        assert_eq!(std::mem::size_of::<SubFilter>(), 24);
     }
 
     #[test]
@@ -837,19 +1164,7 @@ mod tests {
     fn an_expansion_that_is_not_a_power_of_two_grows_without_evictions_and_reloads() {
         // Only a crafted header gives one: 2 buckets of 1, expansion 3 -> sub-filters of 2,
         // 6, 18 ... buckets, where evictions are not tried (see evict_into_newest).
-        let h = dump::Header {
-            items: 0,
-            buckets: 2,
-            deletes: 0,
-            filters: 1,
-            bucket_size: 1,
-            max_iterations: 20,
-            expansion: 3,
-        };
-        let limits = dump::HeaderLimits {
-            max_expansion: 32768,
-        };
-        let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+        let mut cf = crafted(0, 2, 1, 1, 3);
         let items: Vec<String> = (0..60).map(|i| format!("x{i}")).collect();
         for it in &items {
             assert_eq!(cf.insert(it.as_bytes(), false, u64::MAX), Insert::Inserted);
@@ -874,65 +1189,208 @@ mod tests {
     /// are many) leaves exactly what a plain walk leaves — every slot of each sub-filter in
     /// order, every older sub-filter tried oldest first — and frees the same sub-filters, on
     /// sparse, dense and crafted tables of 2 to 80 sub-filters.
+    /// One step of [`plain_compact`]: sub-filter `at`, every slot in order, every older
+    /// sub-filter tried oldest first.
+    fn walk_every_slot(cf: &mut Cuckoo, at: usize) -> bool {
+        let bs = usize::from(cf.bucket_size);
+        let shapes: Vec<Shape> = (0..=at).map(|i| cf.shape_of(i, &cf.filters[i])).collect();
+        let (older, rest) = cf.filters.split_at_mut(at);
+        let mut all = true;
+        for at_slot in 0..rest[0].data.len() {
+            let fp = rest[0].data[at_slot];
+            if fp == 0 {
+                continue;
+            }
+            let bucket = (at_slot / bs) as u64;
+            let l = Lookup {
+                fp,
+                h1: bucket,
+                h2: alt_index(fp, bucket),
+            };
+            let spot = older
+                .iter()
+                .zip(&shapes)
+                .enumerate()
+                .find_map(|(i, (f, b))| f.free_slot(&l, *b).map(|s| (i, s)));
+            match spot {
+                Some((i, s)) => {
+                    older[i].data[s] = fp;
+                    rest[0].data[at_slot] = 0;
+                }
+                None => all = false,
+            }
+        }
+        all
+    }
+    /// Compaction as a plain slot-by-slot walk (no occupancy maps, no skipping): the reference.
+    fn plain_compact(cf: &mut Cuckoo, keep_going: bool) -> usize {
+        let mut freed = 0;
+        let mut i = cf.filters.len();
+        while i > 1 {
+            let ok = walk_every_slot(cf, i - 1);
+            if ok && i == cf.filters.len() {
+                let mut v = std::mem::take(&mut cf.filters).into_vec();
+                v.pop();
+                cf.filters = v.into_boxed_slice();
+                freed += 1;
+            }
+            if !ok && !keep_going {
+                break;
+            }
+            i -= 1;
+        }
+        cf.deletes = 0;
+        freed
+    }
+    /// Compacts `cf` and checks that it freed and left what [`plain_compact`] does.
+    fn compact_as_the_walk(cf: &mut Cuckoo, keep_going: bool, case: &str) {
+        let mut reference = cf.clone();
+        let freed = cf.compact(keep_going);
+        assert_eq!(
+            freed.len(),
+            plain_compact(&mut reference, keep_going),
+            "{case}"
+        );
+        assert!(*cf == reference, "{case}: the tables differ");
+    }
+
+    /// A filter rebuilt from its SCANDUMP walk by `CF.LOADCHUNK`: the header, then each chunk.
+    fn through_loadchunk(cf: &Cuckoo) -> Cuckoo {
+        let mut copy = decoded(&dump::Header {
+            items: cf.items,
+            buckets: cf.buckets(),
+            deletes: cf.deletes,
+            filters: cf.filters.len() as u64,
+            bucket_size: cf.bucket_size,
+            max_iterations: cf.max_iterations,
+            expansion: cf.expansion,
+        });
+        let mut pos = 1;
+        while let dump::Scan::Chunk(next, bytes) = dump::scan(cf, pos) {
+            assert!(dump::apply_chunk(&mut copy, next, bytes).is_ok());
+            pos = next;
+        }
+        assert_eq!(&copy, cf);
+        copy
+    }
+
+    /// Compaction through occupancy maps (tables of 64 KiB and more) leaves exactly what the
+    /// plain walk leaves, and frees the same sub-filters, on filters written every way a table
+    /// is written — insertions with growth, `CF.LOADCHUNK` chunks at random places, a raw
+    /// write ([`SubFilter::data_mut`]), an RDB load, a SCANDUMP → LOADCHUNK copy, a copy as
+    /// `COPY` makes ([`SubFilter::copy_onto`]) — then
+    /// compacted again and again with insertions, deletions (which may compact by themselves)
+    /// and chunks in between, so that maps left by one compaction serve the next.
+    #[test]
+    fn compaction_through_occupancy_maps_moves_what_a_slot_by_slot_walk_moves() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
+        let mut mapped = 0;
+        for round in 0..40 {
+            let bs = [1u16, 2, 4, 3][round % 4];
+            let expansion = [1u16, 2][round % 2];
+            // The first sub-filter 16–128 KiB (with a map from 64 KiB on).
+            let buckets = (1u64 << (14 + round % 4)) / u64::from(bs).next_power_of_two();
+            let filters = 2 + (round / 4) % 3;
+            let mut cf = crafted(0, buckets, filters as u64, bs, expansion);
+            let chunk = |cf: &mut Cuckoo, next: &mut dyn FnMut() -> u64| {
+                let total = cf.table_bytes();
+                let len = 1 + next() % 40;
+                let at = next() % (total - len);
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        if next() % 3 == 0 {
+                            0
+                        } else {
+                            (next() % 255 + 1) as u8
+                        }
+                    })
+                    .collect();
+                // A chunk that would straddle two sub-filters is refused, as in RedisBloom.
+                let _ = dump::apply_chunk(cf, (at + len + 1) as i64, &bytes);
+            };
+            // Fill: a few clustered or spread fingerprints, else a dense part.
+            for _ in 0..[30, 300, 3000][round % 3] {
+                chunk(&mut cf, &mut next);
+            }
+            if round % 5 == 1 {
+                let f = cf.filters.len() - 1;
+                let data = cf.filters[f].data_mut();
+                let n = data.len();
+                for _ in 0..100 {
+                    data[next() as usize % n] = (next() % 255 + 1) as u8;
+                }
+            }
+            cf.items = 1 << 40; // so deletions do not compact every time
+            cf = match round % 4 {
+                0 => {
+                    let mut w = crate::rdb::Values::default();
+                    rdb::save(&cf, &mut w);
+                    rdb::load(&mut w, rdb::ENCODING_VERSION).unwrap()
+                }
+                1 => through_loadchunk(&cf),
+                _ => cf,
+            };
+            let mut added: Vec<u64> = Vec::new();
+            for step in 0..4 {
+                if round % 4 == 2 {
+                    // A copy as COPY makes, of maps the last compaction left.
+                    let filters: Vec<SubFilter> = cf
+                        .filters
+                        .iter()
+                        .map(|f| f.copy_onto(f.data().into()).unwrap())
+                        .collect();
+                    cf.filters = filters.into_boxed_slice();
+                }
+                for _ in 0..next() % 200 {
+                    let item = next();
+                    if cf.insert(&item.to_le_bytes(), false, 64 << 20) == Insert::Inserted {
+                        added.push(item);
+                    }
+                }
+                for _ in 0..next() % 20 {
+                    chunk(&mut cf, &mut next);
+                }
+                if step == 2 {
+                    // Deletions that compact by themselves, against the walk too.
+                    cf.items = added.len() as u64;
+                    while let Some(item) = added.pop().filter(|_| next() % 4 != 0) {
+                        let mut reference = cf.clone();
+                        let (found, freed) = cf.delete(&item.to_le_bytes());
+                        let l = Lookup::of(&item.to_le_bytes());
+                        let mut plain_freed = 0;
+                        for i in (0..reference.filters.len()).rev() {
+                            let b = reference.shape_of(i, &reference.filters[i]);
+                            if reference.filters[i].remove(&l, b) {
+                                reference.items -= 1;
+                                reference.deletes += 1;
+                                if reference.filters.len() > 1
+                                    && reference.deletes as f64 > reference.items as f64 * 0.10
+                                {
+                                    plain_freed = plain_compact(&mut reference, false);
+                                }
+                                break;
+                            }
+                        }
+                        assert!(found, "round {round}");
+                        assert_eq!(freed.len(), plain_freed, "round {round}");
+                        assert!(cf == reference, "round {round}: the tables differ");
+                    }
+                    cf.items = 1 << 40;
+                }
+                mapped += cf.filters.iter().filter(|f| f.occupancy.is_some()).count();
+                compact_as_the_walk(
+                    &mut cf,
+                    next() % 2 == 0,
+                    &format!("round {round} step {step}"),
+                );
+            }
+        }
+        assert!(mapped > 100, "{mapped} sub-filters with a map");
+    }
+
     #[test]
     fn compaction_moves_what_a_slot_by_slot_walk_moves() {
-        fn walk_every_slot(cf: &mut Cuckoo, at: usize) -> bool {
-            let bs = usize::from(cf.bucket_size);
-            let shapes: Vec<Shape> = (0..=at).map(|i| cf.shape_of(i, &cf.filters[i])).collect();
-            let (older, rest) = cf.filters.split_at_mut(at);
-            let mut all = true;
-            for at_slot in 0..rest[0].data.len() {
-                let fp = rest[0].data[at_slot];
-                if fp == 0 {
-                    continue;
-                }
-                let bucket = (at_slot / bs) as u64;
-                let l = Lookup {
-                    fp,
-                    h1: bucket,
-                    h2: alt_index(fp, bucket),
-                };
-                let spot = older
-                    .iter()
-                    .zip(&shapes)
-                    .enumerate()
-                    .find_map(|(i, (f, b))| f.free_slot(&l, *b).map(|s| (i, s)));
-                match spot {
-                    Some((i, s)) => {
-                        older[i].data[s] = fp;
-                        rest[0].data[at_slot] = 0;
-                    }
-                    None => all = false,
-                }
-            }
-            all
-        }
-        fn plain_compact(cf: &mut Cuckoo, keep_going: bool) -> usize {
-            let mut freed = 0;
-            let mut i = cf.filters.len();
-            while i > 1 {
-                let ok = walk_every_slot(cf, i - 1);
-                if ok && i == cf.filters.len() {
-                    let mut v = std::mem::take(&mut cf.filters).into_vec();
-                    v.pop();
-                    cf.filters = v.into_boxed_slice();
-                    freed += 1;
-                }
-                if !ok && !keep_going {
-                    break;
-                }
-                i -= 1;
-            }
-            cf.deletes = 0;
-            freed
-        }
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         for round in 0..400 {
             let bs = [1u16, 2, 3, 4, 7][round % 5];
             let many = round % 2 == 1;
@@ -941,19 +1399,7 @@ mod tests {
             } else {
                 (2 + round % 3, [1u16, 2, 4][round % 3], 1 << (round % 7))
             };
-            let h = dump::Header {
-                items: 1,
-                buckets,
-                deletes: 0,
-                filters: filters as u64,
-                bucket_size: bs,
-                max_iterations: 20,
-                expansion,
-            };
-            let limits = dump::HeaderLimits {
-                max_expansion: 32768,
-            };
-            let mut cf = dump::decode_header(&h, limits, u64::MAX).unwrap();
+            let mut cf = crafted(1, buckets, filters as u64, bs, expansion);
             // Occupancy from 1 slot in 300 to nearly full; with many sub-filters, most of them
             // full (as after a few deletions), some empty.
             let per_mille = [3u64, 50, 400, 900, 1000][round % 5];
@@ -963,22 +1409,59 @@ mod tests {
                 } else {
                     per_mille
                 };
-                for b in f.data.iter_mut() {
+                for b in f.data_mut().iter_mut() {
                     if next() % 1000 < p {
                         *b = (next() % 255 + 1) as u8;
                     }
                 }
             }
-            let keep_going = round % 3 != 0;
-            let mut reference = cf.clone();
-            let freed = cf.compact(keep_going);
-            assert_eq!(
-                freed.len(),
-                plain_compact(&mut reference, keep_going),
-                "round {round}"
-            );
-            assert_eq!(cf, reference, "round {round}");
+            compact_as_the_walk(&mut cf, round % 3 != 0, &format!("round {round}"));
         }
+    }
+
+    /// The most any of `pairs` `CF.ADD k x` + `CF.DEL k x` pairs read in its compaction; each
+    /// deletion must compact (and fail to empty the newest sub-filter).
+    fn most_read_by_add_del_pairs(cf: &mut Cuckoo, pairs: usize) -> u64 {
+        let mut most = 0;
+        for pair in 0..pairs {
+            assert_eq!(cf.insert(b"x", false, u64::MAX), Insert::Inserted);
+            let before = compaction_bytes_read();
+            assert_eq!(cf.delete(b"x"), (true, Vec::new()), "pair {pair}");
+            assert_eq!(cf.deletes, 0, "pair {pair}: the deletion compacted");
+            most = most.max(compaction_bytes_read() - before);
+        }
+        most
+    }
+
+    /// The hostile shapes of CF.DEL, where each deletion compacts and cannot empty a big newest
+    /// sub-filter: what a compaction reads must follow the slots that hold fingerprints (a few
+    /// 4 KiB blocks), not the tables' size.
+    ///
+    /// - `CF.RESERVE k 16384 BUCKETSIZE 1 EXPANSION 32768`, three `CF.ADD k x` (the third
+    ///   grows a 512 MiB newest sub-filter), then `CF.ADD k x` + `CF.DEL k x` pairs;
+    /// - a `CF.LOADCHUNK` header of 40 sub-filters of 1 MiB (more than `SKIP_FULL_FROM`), all
+    ///   but the newest full, the newest holding one fingerprint: the same pairs.
+    #[test]
+    fn a_failed_compaction_of_a_big_sparse_sub_filter_reads_only_its_occupied_blocks() {
+        let mut cf = Cuckoo::new(16384, 1, 20, 32768, u64::MAX).unwrap();
+        for _ in 0..3 {
+            assert_eq!(cf.insert(b"x", false, u64::MAX), Insert::Inserted);
+        }
+        assert_eq!(cf.filters.len(), 2);
+        assert_eq!(cf.filters[1].bytes(), 512 << 20);
+        let read = most_read_by_add_del_pairs(&mut cf, 8);
+        assert!(read <= 16 << 10, "a CF.DEL read {read} bytes");
+        assert_eq!((cf.items, cf.filters.len(), cf.count(b"x")), (3, 2, 3));
+
+        let mut cf = crafted(1, 1 << 20, 40, 1, 1);
+        for f in cf.filters[..39].iter_mut() {
+            f.data_mut().fill(7);
+        }
+        let (fp, at) = (9u8, 777_777usize);
+        assert!(dump::apply_chunk(&mut cf, 1 + (39 << 20) + at as i64 + 1, &[fp]).is_ok());
+        let read = most_read_by_add_del_pairs(&mut cf, 8);
+        assert!(read <= 16 << 10, "a CF.DEL read {read} bytes");
+        assert_eq!(cf.filters[39].data()[at], fp);
     }
 
     #[test]

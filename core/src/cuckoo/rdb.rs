@@ -25,7 +25,7 @@ pub fn save(cf: &Cuckoo, w: &mut impl ValueWriter) {
     w.write_unsigned(u64::from(cf.expansion));
     for (f, n) in cf.filters.iter().zip(cf.bucket_counts()) {
         w.write_unsigned(n);
-        w.write_bytes(&f.data);
+        w.write_bytes(f.data());
     }
 }
 
@@ -95,9 +95,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
             return Err(DecodeError);
         }
         filters.try_reserve(1).map_err(|_| DecodeError)?;
-        filters.push(SubFilter {
-            data: data.into_boxed_slice(),
-        });
+        filters.push(SubFilter::from_data(data.into_boxed_slice()));
     }
     Ok(Cuckoo {
         buckets_log2,

@@ -123,7 +123,7 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     // SAFETY: as in rdb_save.
     let cf = unsafe { &*value.cast::<Cuckoo>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        digest_filter(md, &encode_header(cf), cf.filters.iter().map(|f| &*f.data))
+        digest_filter(md, &encode_header(cf), cf.filters.iter().map(|f| f.data()))
     }));
 }
 
@@ -144,7 +144,7 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// for the sub-filters a deletion or compaction drops.
 pub fn free_tables(filters: Vec<SubFilter>, budget: &mut alloc::FreeBudget) {
     for f in filters {
-        alloc::free_bit_array(f.data.into_vec(), budget);
+        alloc::free_bit_array(f.into_data().into_vec(), budget);
     }
 }
 
@@ -194,13 +194,13 @@ unsafe extern "C" fn defrag(
             }
         }
         for f in cf.filters.iter_mut() {
-            let len = f.data.len();
+            let len = f.data().len();
             if len == 0 || len > DEFRAG_MAX_BYTES {
                 continue;
             }
-            if let Some(new) = moved(f.data.as_mut_ptr().cast()) {
+            if let Some(new) = moved(f.table_ptr().cast()) {
                 let data = Box::from_raw(std::ptr::slice_from_raw_parts_mut(new.cast::<u8>(), len));
-                std::mem::forget(std::mem::replace(&mut f.data, data));
+                std::mem::forget(f.replace_data(data));
             }
         }
     }
@@ -214,9 +214,9 @@ pub fn try_clone(cf: &Cuckoo) -> Option<Cuckoo> {
     let mut filters = Vec::new();
     filters.try_reserve_exact(cf.filters.len()).ok()?;
     for f in &cf.filters {
-        let mut data = crate::bloom::layer::try_zeroed(f.data.len() as u64).ok()?;
-        pages::copy_written(&f.data, &mut data);
-        filters.push(SubFilter { data });
+        let mut data = crate::bloom::layer::try_zeroed(f.data().len() as u64).ok()?;
+        pages::copy_written(f.data(), &mut data);
+        filters.push(f.copy_onto(data)?);
     }
     Some(Cuckoo {
         buckets_log2: cf.buckets_log2,

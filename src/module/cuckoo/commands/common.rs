@@ -155,7 +155,7 @@ pub fn free_sub_filters(freed: Vec<SubFilter>) {
     }
     let mut budget = FreeBudget::new();
     for f in freed {
-        free_bit_array(f.data.into_vec(), &mut budget);
+        free_bit_array(f.into_data().into_vec(), &mut budget);
     }
 }
 
@@ -242,7 +242,7 @@ pub fn prefetch(cf: &Cuckoo, l: &cuckoo::Lookup, newest_only: bool) {
         }
         let b = cf.shape_of(i, f);
         for h in [l.h1, l.h2] {
-            prefetch_byte(&f.data, cuckoo::reduce(h, b.buckets) as usize * b.size);
+            prefetch_byte(f.data(), cuckoo::reduce(h, b.buckets) as usize * b.size);
         }
     }
 }
