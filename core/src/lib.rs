@@ -47,6 +47,7 @@ pub mod dump;
 pub mod hash;
 pub mod layer;
 pub mod rdb;
+pub mod ribbon;
 pub mod window;
 
 pub use chain::{AddError, AddOutcome, Chain};
