@@ -75,6 +75,7 @@ pub fn build(mut hashes: Vec<u64>, error_rate: f64) -> Result<Ribbon, BuildError
     // Sorted, distinct and fewer than 2^32 − 1 (MAX_ITEMS): always a list.
     let bumped = Bumped::new(bumped).ok_or(BuildError::TooManyItems)?;
     Ok(Ribbon {
+        error_rate,
         shape,
         seed: SEED,
         items,

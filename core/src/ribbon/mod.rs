@@ -25,6 +25,7 @@
 
 mod build;
 mod bumped;
+pub mod dump;
 mod shape;
 
 pub use build::{build, BuildError, MAX_ITEMS};
@@ -97,8 +98,10 @@ impl Row {
 /// `words` layout (u64, little-endian when persisted): block after block; block `i` holds
 /// [`Shape::columns_of`]`(i)` columns, each one 128-bit word of the solution's bits for the
 /// block's 128 slots as two u64 (low half first; bit `k` of the column is slot `128·i + k`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Ribbon {
+    /// The error rate asked for (the shape's own is at most this).
+    error_rate: f64,
     shape: Shape,
     seed: u32,
     items: u64,
@@ -113,6 +116,8 @@ pub enum PartsError {
     WordCount(u64),
     /// The bumped hashes are not strictly increasing, or more than the items.
     Bumped,
+    /// The error rate is not in (0, 1).
+    ErrorRate,
 }
 
 impl std::fmt::Display for PartsError {
@@ -122,6 +127,7 @@ impl std::fmt::Display for PartsError {
             PartsError::Bumped => {
                 f.write_str("bumped hashes must be increasing and at most the items")
             }
+            PartsError::ErrorRate => f.write_str("error rate must be in (0, 1)"),
         }
     }
 }
@@ -129,16 +135,21 @@ impl std::fmt::Display for PartsError {
 impl std::error::Error for PartsError {}
 
 impl Ribbon {
-    /// A filter from its parts, as a decoder finds them. Errors: [`PartsError::WordCount`]
+    /// A filter from its parts, as a decoder finds them. Errors: [`PartsError::ErrorRate`]
+    /// when `error_rate` is not in (0, 1); [`PartsError::WordCount`]
     /// when `words` is not exactly [`Shape::words`] long; [`PartsError::Bumped`] when
     /// `bumped` is not strictly increasing or longer than `items`.
     pub fn from_parts(
+        error_rate: f64,
         shape: Shape,
         seed: u32,
         items: u64,
         words: Vec<u64>,
         bumped: Vec<u64>,
     ) -> Result<Ribbon, PartsError> {
+        if !(error_rate > 0.0 && error_rate < 1.0) {
+            return Err(PartsError::ErrorRate);
+        }
         if words.len() as u64 != shape.words() {
             return Err(PartsError::WordCount(shape.words()));
         }
@@ -147,12 +158,19 @@ impl Ribbon {
         }
         let bumped = Bumped::new(bumped).ok_or(PartsError::Bumped)?;
         Ok(Ribbon {
+            error_rate,
             shape,
             seed,
             items,
             words,
             bumped,
         })
+    }
+
+    /// The error rate the filter was built for (its shape's expected rate,
+    /// [`Shape::error_rate`], is at most this).
+    pub fn error_rate(&self) -> f64 {
+        self.error_rate
     }
 
     /// The shape: blocks, result bits, where the `r + 1`-column blocks start.

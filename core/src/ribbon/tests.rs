@@ -151,7 +151,7 @@ fn bad_error_rates_and_shapes_are_refused() {
     let shape = Shape::new(2, 32, 2).unwrap();
     assert_eq!(shape.words(), 128);
     assert_eq!(
-        Ribbon::from_parts(shape, 0, 0, vec![0; 127], vec![]),
+        Ribbon::from_parts(0.01, shape, 0, 0, vec![0; 127], vec![]),
         Err(PartsError::WordCount(128))
     );
 }
@@ -160,6 +160,7 @@ fn bad_error_rates_and_shapes_are_refused() {
 fn from_parts_gives_back_the_same_answers() {
     let (set, ribbon) = built("parts", 5_000, 0.01);
     let copy = Ribbon::from_parts(
+        ribbon.error_rate(),
         *ribbon.shape(),
         ribbon.seed(),
         ribbon.items(),
@@ -205,7 +206,7 @@ fn items_the_band_cannot_take_are_kept_exactly() {
     assert!(set.iter().all(|i| big.contains(i)));
     // Bumped hashes must be increasing and no more than the items.
     let parts = |bumped: Vec<u64>, items| {
-        Ribbon::from_parts(*big.shape(), 0, items, big.words().to_vec(), bumped)
+        Ribbon::from_parts(0.01, *big.shape(), 0, items, big.words().to_vec(), bumped)
     };
     assert_eq!(parts(vec![5, 5], 10), Err(PartsError::Bumped));
     assert_eq!(parts(vec![6, 5], 10), Err(PartsError::Bumped));
@@ -239,6 +240,167 @@ mod properties {
             let mut reversed = hashes.clone();
             reversed.reverse();
             prop_assert_eq!(&ribbon, &build(reversed, error_rate).unwrap());
+        }
+    }
+}
+
+mod copies {
+    use super::super::dump::*;
+    use super::super::*;
+    use super::built;
+
+    /// SCANDUMP's walk: the header, then `(position, chunk)` from position 1 on.
+    fn walk(ribbon: &Ribbon) -> ([u8; HEADER_BYTES], Vec<(u64, Vec<u8>)>) {
+        let mut chunks = Vec::new();
+        let mut position = 1;
+        while let Some((next, data)) = chunk_at(ribbon, position) {
+            chunks.push((position, data));
+            position = next;
+        }
+        (encode_header(ribbon), chunks)
+    }
+
+    fn load(header: &[u8], chunks: &[(u64, Vec<u8>)]) -> Result<Ribbon, ChunkError> {
+        let mut loader = Loader::new(header, u64::MAX).unwrap();
+        for (position, data) in chunks {
+            loader.apply(*position, data)?;
+        }
+        loader.finish()
+    }
+
+    #[test]
+    fn a_walk_loads_back_the_same_filter() {
+        for (n, error_rate) in [(0, 0.01), (1, 0.5), (5_000, 0.001), (300_000, 0.01)] {
+            let (set, ribbon) = built("copy", n, error_rate);
+            let (header, chunks) = walk(&ribbon);
+            let copy = load(&header, &chunks).unwrap();
+            assert_eq!(copy, ribbon, "n={n}");
+            assert!(set.iter().all(|i| copy.contains(i)));
+            let bytes: usize = chunks.iter().map(|(_, c)| c.len()).sum();
+            assert_eq!(bytes as u64, body_bytes(&ribbon));
+        }
+        // A body of more than one chunk (16 MiB), with bumped hashes after the words.
+        let shape = Shape::new(40_000, 31, 0).unwrap();
+        let words = (0..shape.words())
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let big = Ribbon::from_parts(0.001, shape, 7, 10, words, vec![3, 9, u64::MAX]).unwrap();
+        assert!(body_bytes(&big) > MAX_CHUNK_BYTES);
+        let (header, chunks) = walk(&big);
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[1].0, MAX_CHUNK_BYTES + 1);
+        assert_eq!(load(&header, &chunks).unwrap(), big);
+    }
+
+    #[test]
+    fn chunks_split_anywhere_load_in_order_only() {
+        let hashes: Vec<u64> = (0..600).collect(); // crowded: many bumped hashes
+        let ribbon = build(hashes, 0.01).unwrap();
+        let (header, chunks) = walk(&ribbon);
+        let body: Vec<u8> = chunks.concat_body();
+        // Odd pieces (3, 5, 7 … bytes) starting anywhere in a word load the same filter.
+        let mut pieces = Vec::new();
+        let (mut at, mut len) = (0usize, 3usize);
+        while at < body.len() {
+            let end = body.len().min(at + len);
+            pieces.push((at as u64 + 1, body[at..end].to_vec()));
+            at = end;
+            len += 2;
+        }
+        assert_eq!(load(&header, &pieces).unwrap(), ribbon);
+        // Out of order, repeated, empty, past the end, or finished early: refused, unchanged.
+        let mut loader = Loader::new(&header, u64::MAX).unwrap();
+        loader.apply(1, &body[..8]).unwrap();
+        for (position, data) in [
+            (1, &body[..8]),
+            (17, &body[16..24]),
+            (9, &body[8..8]),
+            (9, &body[8..]),
+        ] {
+            let mut longer = data.to_vec();
+            if data.len() == body.len() - 8 {
+                longer.push(0); // one byte past the end
+            }
+            assert_eq!(loader.apply(position, &longer), Err(ChunkError::Position));
+            assert_eq!(loader.next_position(), 9);
+        }
+        assert_eq!(loader.finish().unwrap_err(), ChunkError::Incomplete);
+        // Bumped hashes out of order: refused when the body completes.
+        let words = ribbon.words().len() * 8;
+        let mut swapped = body.clone();
+        swapped[words..words + 16].rotate_left(8);
+        let mut loader = Loader::new(&header, u64::MAX).unwrap();
+        assert_eq!(loader.apply(1, &swapped), Err(ChunkError::Bumped));
+    }
+
+    #[test]
+    fn headers_are_validated_before_allocating() {
+        let (_, ribbon) = built("hdr", 1_000, 0.01);
+        let good = encode_header(&ribbon);
+        let body = body_bytes(&ribbon);
+        assert!(Loader::new(&good, body).is_ok());
+        assert_eq!(
+            Loader::new(&good, body - 1).unwrap_err(),
+            HeaderError::TooLarge
+        );
+        let with = |at: usize, bytes: &[u8]| {
+            let mut h = good;
+            h[at..at + bytes.len()].copy_from_slice(bytes);
+            Loader::new(&h, u64::MAX).map(|_| ())
+        };
+        use HeaderError::*;
+        for (what, at, bytes, want) in [
+            ("version 2", 0, vec![2], Invalid),
+            ("error rate 0", 1, 0f64.to_le_bytes().to_vec(), Invalid),
+            ("error rate 1", 1, 1f64.to_le_bytes().to_vec(), Invalid),
+            (
+                "error rate NaN",
+                1,
+                f64::NAN.to_le_bytes().to_vec(),
+                Invalid,
+            ),
+            (
+                "items past the most",
+                9,
+                (MAX_ITEMS + 1).to_le_bytes().to_vec(),
+                Invalid,
+            ),
+            ("no blocks", 17, 0u64.to_le_bytes().to_vec(), Invalid),
+            (
+                "2^62 blocks",
+                17,
+                (1u64 << 62).to_le_bytes().to_vec(),
+                TooLarge,
+            ),
+            ("no result bits", 25, 0u32.to_le_bytes().to_vec(), Invalid),
+            ("33 result bits", 25, 33u32.to_le_bytes().to_vec(), Invalid),
+            (
+                "upper past the end",
+                29,
+                u64::MAX.to_le_bytes().to_vec(),
+                Invalid,
+            ),
+            (
+                "more bumped than items",
+                41,
+                1_001u64.to_le_bytes().to_vec(),
+                Invalid,
+            ),
+        ] {
+            assert_eq!(with(at, &bytes), Err(want), "{what}");
+        }
+        assert_eq!(Loader::new(&good[..48], u64::MAX).unwrap_err(), Invalid);
+        let mut long = good.to_vec();
+        long.push(0);
+        assert_eq!(Loader::new(&long, u64::MAX).unwrap_err(), Invalid);
+    }
+
+    trait ConcatBody {
+        fn concat_body(&self) -> Vec<u8>;
+    }
+    impl ConcatBody for Vec<(u64, Vec<u8>)> {
+        fn concat_body(&self) -> Vec<u8> {
+            self.iter().flat_map(|(_, c)| c.iter().copied()).collect()
         }
     }
 }
