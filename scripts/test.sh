@@ -152,7 +152,7 @@ step fuzz scripts/fuzz.sh 15
 # criterion bench once, the server scripts at a tiny size). These are NOT figures and no timing
 # is asserted; real runs: docs/testing.md "Benchmarks", figures in BENCHMARKS.md.
 echo "test.sh: benchmark smoke runs (not measurements)"
-step "criterion smoke" cargo bench --bench core -- --test
+step "criterion smoke" cargo bench --bench core --bench ribbon -- --test
 step "server bench smoke" env REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
 step "stall bench smoke" env GIB=0.02 ROUNDS=1 bench/stall.sh
 step fmt cargo fmt --all -- --check

@@ -44,6 +44,7 @@
 pub mod bloom;
 pub mod cuckoo;
 pub mod hash;
+pub mod ribbon;
 pub mod sparse;
 
 // The Bloom family's modules, also at the crate root where users have always found them.
