@@ -267,6 +267,13 @@ impl SubFilter {
         self.data.as_mut_ptr()
     }
 
+    /// Its table itself, for moving it elsewhere unchanged (active defrag moves the block and
+    /// puts a box of the same length and bytes in its place); the occupancy map stays as it is,
+    /// so nothing may be written through it, nor its length changed.
+    pub fn table_to_move(&mut self) -> &mut Box<[u8]> {
+        &mut self.data
+    }
+
     /// Puts `data`, a table holding the same bytes (the same table moved elsewhere, as active
     /// defrag does), in place of its table; returns the old one.
     pub fn replace_data(&mut self, data: Box<[u8]>) -> Box<[u8]> {

@@ -3,9 +3,8 @@
 //! commands do with a window filter (the clock, generations, the `GENERATION` rewrite) is the
 //! window kind's, in `filter::window`.
 
-use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window};
-use crate::module::bloom::bloom_type::{type_methods, FilterValue, IoReader, IoWriter};
+use crate::module::data_type::{load_value, type_methods, FilterValue, IoWriter};
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -89,19 +88,7 @@ pub(crate) fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
 // Type callbacks (none may unwind into Redis)
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    let loaded = catch_unwind(AssertUnwindSafe(|| {
-        window::load(&mut IoReader(rdb), encver)
-    }));
-    match loaded {
-        Ok(Ok(w)) => {
-            count(&w, 1);
-            Box::into_raw(Box::new(w)).cast()
-        }
-        Ok(Err(DecodeError)) | Err(_) => {
-            crate::module::bloom::bloom_type::abort_if_load_must_apply(rdb, "bf-window");
-            std::ptr::null_mut()
-        }
-    }
+    load_value(rdb, |io| window::load(io, encver))
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -141,7 +128,8 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// (`bloom_type::free_effort_of`), summed over its generations, capped at Redis' lazyfree
 /// threshold, so Redis frees it synchronously (bounded, see `free_elsewhere`).
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    use crate::module::bloom::bloom_type::{free_effort_of, LAZYFREE_THRESHOLD};
+    use crate::module::bloom::bloom_type::free_effort_of;
+    use crate::module::data_type::LAZYFREE_THRESHOLD;
     // SAFETY: as in rdb_save.
     let w = unsafe { &*value.cast::<Window>() };
     let effort = w.gens.iter().map(|(_, c)| free_effort_of(c)).sum::<usize>();
@@ -172,6 +160,6 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     let w = unsafe { &*value.cast::<Window>() };
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let arrays = w.layers().map(|l| &*l.data);
-        crate::module::bloom::bloom_type::digest_filter(md, &window::encode_header(w), arrays)
+        crate::module::data_type::digest_filter(md, &window::encode_header(w), arrays)
     }));
 }

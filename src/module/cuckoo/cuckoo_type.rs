@@ -10,9 +10,9 @@
 use crate::bloom::cuckoo::dump::{encode_header, table_chunk, Scan};
 use crate::bloom::cuckoo::{rdb, Cuckoo, SubFilter};
 use crate::module::alloc;
-use crate::module::bloom::bloom_type::{
-    defrag_move, digest_filter, emit_loadchunk, free_effort_for, type_methods, IoReader, IoWriter,
-    Lookup, DEFRAG_MAX_BYTES,
+use crate::module::data_type::{
+    self, defrag_value, digest_filter, emit_loadchunk, free_effort_for, load_value, type_methods,
+    FilterValue, IoWriter, Lookup,
 };
 use crate::module::pages;
 use crate::module::reply::Reply;
@@ -33,22 +33,14 @@ pub static CUCKOO_TYPE: RedisType = RedisType::new(
 
 /// Reads the cuckoo filter of a key opened read-only.
 pub fn lookup(key: &RedisKey) -> Lookup<&Cuckoo> {
-    match key.get_value::<Cuckoo>(&CUCKOO_TYPE) {
-        Ok(Some(c)) => Lookup::Found(c),
-        Ok(None) => Lookup::Missing,
-        Err(_) => Lookup::WrongType,
-    }
+    data_type::lookup(key, &CUCKOO_TYPE)
 }
 
 /// Borrows the cuckoo filter of a key opened for writing. The borrow must not outlive `key`.
 /// A write that changes the filter's sub-filters or items goes through [`tracked`], so that
 /// `INFO bf` follows.
 pub fn lookup_mut(key: &RedisKeyWritable) -> Lookup<&mut Cuckoo> {
-    match key.get_value::<Cuckoo>(&CUCKOO_TYPE) {
-        Ok(Some(c)) => Lookup::Found(c),
-        Ok(None) => Lookup::Missing,
-        Err(_) => Lookup::WrongType,
-    }
+    data_type::lookup_mut(key, &CUCKOO_TYPE)
 }
 
 /// Stores a newly created filter in an empty key opened for writing, and counts it in
@@ -77,17 +69,7 @@ pub fn free_dropped(filters: Vec<SubFilter>) {
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    let loaded = catch_unwind(AssertUnwindSafe(|| rdb::load(&mut IoReader(rdb), encver)));
-    match loaded {
-        Ok(Ok(cf)) => {
-            stats::cuckoo_created(&cf);
-            Box::into_raw(Box::new(cf)).cast()
-        }
-        _ => {
-            crate::module::bloom::bloom_type::abort_if_load_must_apply(rdb, "MBbloomCF");
-            std::ptr::null_mut()
-        }
-    }
+    load_value(rdb, |io| rdb::load(io, encver))
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -166,45 +148,12 @@ unsafe extern "C" fn defrag(
     _key: *mut raw::RedisModuleString,
     value: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: reading an API pointer set once by RedisModule_Init.
-    let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
-        return 0;
-    };
-    // SAFETY (of each call): `ctx` is the live defrag context; every pointer offered is a live
-    // allocation of Redis' allocator owned by this value.
-    let moved = |ptr: *mut c_void| unsafe { defrag_move(defrag_alloc, ctx, ptr) };
-    // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its sub-filter slice and
-    // tables) by Redis' allocator through alloc::BfAlloc; no one else uses it during the
-    // call. DefragAlloc copies a block bit for bit and frees the old one, so after a move the
-    // old owner is forgotten (never dropped) and a new owner is built on the new address with
-    // the same length.
+    // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its sub-filter
+    // slice and tables) by Redis' allocator through alloc::BfAlloc; no one else uses it during
+    // the call.
     unsafe {
-        if let Some(new) = moved(*value) {
-            *value = new;
-        }
-        let cf = &mut *(*value).cast::<Cuckoo>();
-        let len = cf.filters.len();
-        if len > 0 {
-            if let Some(new) = moved(cf.filters.as_mut_ptr().cast()) {
-                let table = Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                    new.cast::<SubFilter>(),
-                    len,
-                ));
-                std::mem::forget(std::mem::replace(&mut cf.filters, table));
-            }
-        }
-        for f in cf.filters.iter_mut() {
-            let len = f.data().len();
-            if len == 0 || len > DEFRAG_MAX_BYTES {
-                continue;
-            }
-            if let Some(new) = moved(f.table_ptr().cast()) {
-                let data = Box::from_raw(std::ptr::slice_from_raw_parts_mut(new.cast::<u8>(), len));
-                std::mem::forget(f.replace_data(data));
-            }
-        }
+        defrag_value::<Cuckoo, SubFilter>(ctx, value, |c| &mut c.filters, |f| f.table_to_move())
     }
-    0
 }
 
 /// A deep copy whose tables are allocated fallibly (`None` when memory runs out): fresh
@@ -229,7 +178,7 @@ pub fn try_clone(cf: &Cuckoo) -> Option<Cuckoo> {
     })
 }
 
-impl crate::module::bloom::bloom_type::FilterValue for Cuckoo {
+impl FilterValue for Cuckoo {
     const TYPE_NAME: &'static str = "MBbloomCF";
     fn mem_usage(&self) -> u64 {
         Cuckoo::mem_usage(self)

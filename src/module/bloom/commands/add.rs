@@ -4,9 +4,10 @@
 
 use super::notify;
 use crate::module::args::{is_keyword, parse_f64, parse_i64, Arg, ArgBytes};
-use crate::module::bloom::bloom_type::{self, Lookup};
+use crate::module::bloom::bloom_type;
 use crate::module::bloom::filter::shared::{replicate, Added, Creation};
 use crate::module::bloom::filter::{open_mut, plain, window, FilterMut};
+use crate::module::data_type::Lookup;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use crate::module::{config, server};
 use redis_module::key::RedisKeyWritable;

@@ -1,9 +1,9 @@
 //! BF.SCANDUMP key iter and BF.LOADCHUNK key iter data (`docs/format.md` ("SCANDUMP")).
 
 use crate::module::args::{parse_i64, Arg};
-use crate::module::bloom::bloom_type::Lookup;
 use crate::module::bloom::filter::shared::chunk_error;
 use crate::module::bloom::filter::{create_from_header, open_mut, with_existing};
+use crate::module::data_type::Lookup;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 

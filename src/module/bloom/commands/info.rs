@@ -2,9 +2,9 @@
 //! (`docs/commands.md` ("BF.INFO", "BF.CARD", "BF.DEBUG")).
 
 use crate::module::args::{is_keyword, Arg};
-use crate::module::bloom::bloom_type::Lookup;
 use crate::module::bloom::filter::shared::InfoField;
 use crate::module::bloom::filter::{open, with_existing, Filter};
+use crate::module::data_type::Lookup;
 use crate::module::reply::{Reply, WRONGTYPE};
 use redis_module::{Context, ContextFlags};
 

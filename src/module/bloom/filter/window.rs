@@ -243,7 +243,7 @@ pub fn read_generation(ctx: &Context, w: &Window) -> u64 {
 /// True for a command replicated from the primary or replayed from the AOF: it must not read
 /// the clock, and may carry `GENERATION`.
 pub fn internal(ctx: &Context) -> bool {
-    super::shared::from_primary_or_aof(ctx)
+    crate::module::replicate::from_primary_or_aof(ctx)
 }
 
 /// Parses a window length: a strict integer ≥ 1.

@@ -23,12 +23,12 @@ use super::common::{
 };
 use crate::bloom::cuckoo::{Cuckoo, Insert, Lookup as Item};
 use crate::module::args::{parse_i64, Arg, ArgBytes};
-use crate::module::bloom::bloom_type::Lookup;
-use crate::module::bloom::commands::notify;
-use crate::module::bloom::filter::shared::replicate_strings;
 use crate::module::config::{self, CfDefaults};
 use crate::module::cuckoo::cuckoo_type::lookup_mut;
+use crate::module::data_type::Lookup;
 use crate::module::memory::{abort_diverging, budget_for};
+use crate::module::notify::notify;
+use crate::module::replicate::replicate_strings;
 use crate::module::reply::{send_array_header, send_bool, Reply, WRONGTYPE};
 use crate::module::server;
 use crate::module::stats;

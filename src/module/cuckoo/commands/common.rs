@@ -7,9 +7,9 @@
 use crate::bloom::cuckoo::{self, Cuckoo, CuckooError, SubFilter};
 use crate::module::alloc::{free_bit_array, FreeBudget};
 use crate::module::args::Arg;
-use crate::module::bloom::filter::shared::from_primary_or_aof;
 use crate::module::cuckoo::cuckoo_type::store_new;
 use crate::module::memory::{abort_diverging, with_budget};
+use crate::module::replicate::from_primary_or_aof;
 use crate::module::reply::Reply;
 use redis_module::key::RedisKeyWritable;
 use redis_module::{raw, Context, ContextFlags};

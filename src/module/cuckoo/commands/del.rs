@@ -13,10 +13,10 @@
 
 use super::common::free_sub_filters;
 use crate::module::args::Arg;
-use crate::module::bloom::bloom_type::Lookup;
-use crate::module::bloom::commands::notify;
-use crate::module::bloom::filter::shared::from_primary_or_aof;
 use crate::module::cuckoo::cuckoo_type::{lookup_mut, tracked};
+use crate::module::data_type::Lookup;
+use crate::module::notify::notify;
+use crate::module::replicate::from_primary_or_aof;
 use crate::module::reply::Reply;
 use redis_module::{Context, ContextFlags};
 

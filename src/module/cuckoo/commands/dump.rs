@@ -3,10 +3,10 @@
 
 use crate::bloom::cuckoo::dump::{self, HeaderLimits, Scan};
 use crate::module::args::{parse_i64, Arg};
-use crate::module::bloom::bloom_type::Lookup;
-use crate::module::bloom::filter::shared::from_primary_or_aof;
 use crate::module::cuckoo::cuckoo_type;
+use crate::module::data_type::Lookup;
 use crate::module::memory;
+use crate::module::replicate::from_primary_or_aof;
 use crate::module::reply::{send, send_array_header, send_bulk, Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 
@@ -121,6 +121,6 @@ pub fn cf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
         }
     }
     ctx.replicate_verbatim();
-    crate::module::bloom::commands::notify(ctx, c"cf.loadchunk", &args[1]);
+    crate::module::notify::notify(ctx, c"cf.loadchunk", &args[1]);
     Reply::Ok
 }

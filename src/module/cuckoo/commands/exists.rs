@@ -5,7 +5,8 @@
 use crate::bloom::cuckoo::{batch, Cuckoo};
 use crate::module::args::Arg;
 use crate::module::cuckoo::cuckoo_type::lookup;
-use crate::module::reply::{send_array_header, send_bool, Reply};
+use crate::module::membership;
+use crate::module::reply::{send_bool, Reply};
 use redis_module::key::RedisKey;
 use redis_module::Context;
 
@@ -16,33 +17,27 @@ fn filter_of(key: &RedisKey) -> Option<&Cuckoo> {
 
 /// CF.EXISTS: 1 if the item may be in the filter, 0 if it certainly is not (RESP3: booleans).
 pub fn cf_exists(ctx: &Context, args: &[Arg]) -> Reply {
-    if args.len() != 3 {
-        return Reply::WrongArity;
-    }
-    let key = ctx.open_key(&args[1].string());
-    Reply::Bool(filter_of(&key).is_some_and(|cf| cf.contains(args[2].as_slice())))
+    membership::exists(ctx, args, |key, item| {
+        filter_of(key).is_some_and(|cf| cf.contains(item.as_slice()))
+    })
 }
 
 /// CF.MEXISTS: one answer per item, as an array (streamed, nothing allocated per item).
 pub fn cf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
-    if args.len() < 3 {
-        return Reply::WrongArity;
-    }
-    let key = ctx.open_key(&args[1].string());
-    let items = &args[2..];
-    send_array_header(ctx, items.len());
-    match filter_of(&key) {
-        None => items.iter().for_each(|_| send_bool(ctx, false)),
+    membership::mexists(ctx, args, |key, items| match filter_of(key) {
+        None => false,
         // Hashed a part at a time, then answered with the buckets of the items ahead prefetched
         // in every big sub-filter, so that their cache misses overlap (`cuckoo::batch`).
-        Some(cf) => batch::contains_each(
-            cf,
-            items.len(),
-            |i| items[i].as_slice(),
-            |_, present| send_bool(ctx, present),
-        ),
-    }
-    Reply::Sent
+        Some(cf) => {
+            batch::contains_each(
+                cf,
+                items.len(),
+                |i| items[i].as_slice(),
+                |_, present| send_bool(ctx, present),
+            );
+            true
+        }
+    })
 }
 
 /// CF.COUNT: how many slots hold the item's fingerprint in its buckets (an upper bound of the

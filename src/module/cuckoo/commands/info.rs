@@ -2,8 +2,8 @@
 
 use crate::bloom::cuckoo::Cuckoo;
 use crate::module::args::Arg;
-use crate::module::bloom::bloom_type::Lookup;
 use crate::module::cuckoo::cuckoo_type;
+use crate::module::data_type::Lookup;
 use crate::module::reply::{Reply, NOT_FOUND, WRONGTYPE};
 use redis_module::Context;
 

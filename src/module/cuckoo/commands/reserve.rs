@@ -12,10 +12,10 @@
 
 use super::common::{self, bucket_size_text, create, replicate_reserve, texts, Fail, Params};
 use crate::module::args::{is_keyword, parse_i64, Arg, ArgBytes};
-use crate::module::bloom::bloom_type::Lookup;
-use crate::module::bloom::commands::notify;
 use crate::module::config::{self, CfDefaults};
 use crate::module::cuckoo::cuckoo_type::lookup_mut;
+use crate::module::data_type::Lookup;
+use crate::module::notify::notify;
 use crate::module::reply::{Reply, WRONGTYPE};
 use crate::module::server;
 use redis_module::Context;
