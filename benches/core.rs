@@ -1,4 +1,5 @@
-//! Criterion benchmarks of the pure core. Run: `cargo bench --bench core`.
+//! Criterion benchmarks of the pure core. Run: `cargo bench --bench core`; one family's groups:
+//! `cargo bench --bench core -- bloom_` or `-- cuckoo_` (`hash64_pair` is the shared hashing).
 //! Large cases (1e8-item layer, 100 MiB encodings) allocate about 120 MiB each.
 
 use criterion::measurement::WallTime;
@@ -59,7 +60,7 @@ fn hashing(c: &mut Criterion) {
 /// 132 MiB). Every iteration takes 4096 fresh items (hashed outside the timing), so the large
 /// layer's lines are not warm from the previous iteration.
 fn layer_ops(c: &mut Criterion) {
-    let mut g = c.benchmark_group("layer");
+    let mut g = c.benchmark_group("bloom_layer");
     for capacity in [10_000u64, 100_000_000] {
         let chain = half_full(capacity);
         let mut layer = chain.layers[0].clone();
@@ -105,7 +106,7 @@ fn on_fresh_items(
 /// caches), the batch path (hash the batch, then `contains_many` / `add_many` with prefetching)
 /// against a straightforward loop (`contains` / `add` per item) over the same items.
 fn batch_1000(c: &mut Criterion) {
-    let mut g = c.benchmark_group("batch_1000_items_1e8_filter");
+    let mut g = c.benchmark_group("bloom_batch_1000_items_1e8_filter");
     g.throughput(Throughput::Elements(1000));
     let mut chain = half_full(100_000_000);
     // Room to add: the bits stay half set, the counters say empty.
@@ -146,7 +147,7 @@ fn batch_1000(c: &mut Criterion) {
 }
 
 fn chain_check(c: &mut Criterion) {
-    let mut g = c.benchmark_group("chain_check_absent");
+    let mut g = c.benchmark_group("bloom_chain_check_absent");
     for layers in [1usize, 5, 20] {
         let mut chain = Chain::new(1000, 0.01, 1, false, u64::MAX).unwrap();
         let mut i = 0u64;
@@ -167,7 +168,7 @@ fn chain_check(c: &mut Criterion) {
 }
 
 fn encodings(c: &mut Criterion) {
-    let mut g = c.benchmark_group("encoding");
+    let mut g = c.benchmark_group("bloom_encoding");
     g.sample_size(10);
     // About 100 MiB of bits: 84e6 items at 0.01 (halved for the first layer).
     let chain = half_full(84_000_000);

@@ -1,5 +1,5 @@
 //! Replaying RedisBloom's recorded reply batteries (`tests/bloom_redisbloom8.rs` for the Bloom
-//! commands on Redis 8, `tests/redisbloom_cf.rs` for the cuckoo commands on Redis 7.0 and 8.0):
+//! commands on Redis 8, `tests/cuckoo_redisbloom.rs` for the cuckoo commands on Redis 7.0 and 8.0):
 //! every recorded step is sent in order to a fresh server with the module, on a RESP2 or RESP3
 //! connection as recorded, and each raw reply must equal RedisBloom's (`compare`: byte for
 //! byte, or the same top-level elements / key-value pairs in any order); steps recorded as

@@ -298,7 +298,7 @@ pub fn digest_value(c: &mut Connection, key: &str) -> String {
 }
 
 /// The CF.* commands, also the module's (their metadata is checked against RedisBloom 8's in
-/// `tests/redisbloom_cf.rs`).
+/// `tests/cuckoo_redisbloom.rs`).
 const CF_COMMANDS: [&str; 14] = [
     "cf.add",
     "cf.addnx",

@@ -10,7 +10,7 @@
 //! (battery `2.8/<name>` or `8.8/<name>`), each with the reply we give and the documented
 //! difference it is (`docs/commands.md` ("Common rules"): the cuckoo metadata). One test
 //! per set and battery, so that each reports on its own (`cargo test --release --test
-//! redisbloom_cf -- --nocapture` prints the counts).
+//! cuckoo_redisbloom -- --nocapture` prints the counts).
 //!
 //! Needs the reference recordings (`common::shared_dir`; absent: a SKIP line, a failure under
 //! `BF_REQUIRE_SHARED`), Redis 7.0 as the default server (`REDIS_SERVER` naming another
