@@ -58,6 +58,20 @@ pub fn values(mut data: &[u8]) -> Vec<Value> {
     out
 }
 
+/// The value stream of `data` (see [`values`]) ready to be read from its start, and the bytes
+/// its string values carry: what a decoder may allocate at most for it.
+pub fn reader(data: &[u8]) -> (Values, u64) {
+    let values = values(data);
+    let bytes = values
+        .iter()
+        .map(|v| match v {
+            Value::Bytes(b) => b.len() as u64,
+            _ => 0,
+        })
+        .sum();
+    (Values { values, pos: 0 }, bytes)
+}
+
 /// Chain equality with doubles compared bit for bit (a decoded layer may carry a NaN `bpe`
 /// when its hash count is 0, and NaN != NaN).
 pub fn same(a: &Chain, b: &Chain) -> bool {

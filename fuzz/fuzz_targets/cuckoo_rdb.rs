@@ -17,7 +17,6 @@ mod cuckoo_common;
 
 use libfuzzer_sys::fuzz_target;
 use redis_bf::bloom::cuckoo::rdb;
-use redis_bf::bloom::rdb::{Value, Values};
 
 fuzz_target!(|data: &[u8]| {
     let [v, n_ops, rest @ ..] = data else {
@@ -26,18 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let encver = i32::from(v % 7);
     let split = rest.len().saturating_sub(usize::from(*n_ops) * 2);
     let (stream, ops) = rest.split_at(split);
-    let mut reader = Values {
-        values: common::values(stream),
-        pos: 0,
-    };
-    let input_bytes: u64 = reader
-        .values
-        .iter()
-        .map(|v| match v {
-            Value::Bytes(b) => b.len() as u64,
-            _ => 0,
-        })
-        .sum();
+    let (mut reader, input_bytes) = common::reader(stream);
     if let Ok(mut cf) = rdb::load(&mut reader, encver) {
         assert!((0..=rdb::ENCODING_VERSION).contains(&encver));
         assert!(

@@ -11,29 +11,18 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use redis_bf::bloom::rdb::{self, Value, Values};
+use redis_bf::bloom::rdb::{self, Values};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&v, rest)) = data.split_first() else {
         return;
     };
     let encver = i32::from(v % 7);
-    let mut reader = Values {
-        values: common::values(rest),
-        pos: 0,
-    };
-    let input_bytes: usize = reader
-        .values
-        .iter()
-        .map(|v| match v {
-            Value::Bytes(b) => b.len(),
-            _ => 0,
-        })
-        .sum();
+    let (mut reader, input_bytes) = common::reader(rest);
     if let Ok(mut chain) = rdb::load(&mut reader, encver) {
         assert!((0..=rdb::ENCODING_VERSION).contains(&encver));
         // No allocation beyond what the stream carried.
-        assert!(chain.bit_array_bytes() as usize <= input_bytes);
+        assert!(chain.bit_array_bytes() <= input_bytes);
         let mut saved = Values::default();
         rdb::save(&chain, &mut saved);
         let again = rdb::load(&mut saved, rdb::ENCODING_VERSION).expect("saved chain loads");
