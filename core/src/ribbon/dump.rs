@@ -104,13 +104,19 @@ pub enum ChunkError {
     Incomplete,
 }
 
-/// A filter being copied in: the header's fields and the body received so far.
-#[derive(Debug)]
-pub struct Loader {
+/// What a header says of the filter besides its body.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
     error_rate: f64,
     shape: Shape,
     seed: u32,
     items: u64,
+}
+
+/// A filter being copied in: the header's fields and the body received so far.
+#[derive(Debug)]
+pub struct Loader {
+    meta: Meta,
     words: Vec<u64>,
     bumped: Vec<u64>,
     /// Body bytes received.
@@ -149,11 +155,14 @@ impl Loader {
         if bytes > max_bytes || usize::try_from(bytes).is_err() {
             return Err(HeaderError::TooLarge);
         }
-        Ok(Loader {
+        let meta = Meta {
             error_rate,
             shape,
             seed: u32_at(37),
             items,
+        };
+        Ok(Loader {
+            meta,
             words: vec![0; shape.words() as usize],
             bumped: vec![0; bumped as usize],
             received: 0,
@@ -225,11 +234,17 @@ impl Loader {
             return Err(ChunkError::Incomplete);
         }
         let bumped = Bumped::new(self.bumped).ok_or(ChunkError::Bumped)?;
+        let Meta {
+            error_rate,
+            shape,
+            seed,
+            items,
+        } = self.meta;
         Ok(Ribbon {
-            error_rate: self.error_rate,
-            shape: self.shape,
-            seed: self.seed,
-            items: self.items,
+            error_rate,
+            shape,
+            seed,
+            items,
             words: self.words,
             bumped,
         })
