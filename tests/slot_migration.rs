@@ -50,6 +50,11 @@ const FILTERS: usize = PLAIN + WINDOWS + CUCKOO;
 const PRELOAD: usize = 25_000;
 /// Items added to the growing cuckoo filter before the migration (two sub-filters).
 const GROWING_PRELOAD: usize = 2000;
+/// Items the growing cuckoo filter is given at most, preload included (about 20 of the 32
+/// sub-filters `cf-max-expansions` allows): past it the writer sends that filter's rounds to the
+/// other cuckoo filter, so a fast machine (more rounds in the same seconds) never runs it into
+/// "Maximum expansions reached".
+const GROWING_MAX_ITEMS: usize = 36_000;
 /// Items per `BF.MADD` of the writer thread.
 const BATCH: usize = 20;
 /// The window of the window filters (ms): one hour, in quarters of 15 minutes.
@@ -390,13 +395,21 @@ fn writer(
     let mut con = client.get_connection().expect("cluster connection");
     let (mut acked, mut errors) = (Vec::new(), Vec::new());
     let mut round = 0usize;
+    let mut growing_items = GROWING_PRELOAD;
     while !stop.load(Ordering::SeqCst) {
-        let filter = round % FILTERS;
+        let mut filter = round % FILTERS;
         let n = if is_cuckoo(filter) && (round / FILTERS) % 2 == 1 {
             1
         } else {
             BATCH
         };
+        if filter == GROWING {
+            if growing_items + n > GROWING_MAX_ITEMS {
+                filter = GROWING - 1;
+            } else {
+                growing_items += n;
+            }
+        }
         let items: Vec<String> = (0..n).map(|j| format!("s{round}:{j}")).collect();
         round += 1;
         match add(&mut con, filter, &real_key(filter), &items) {
