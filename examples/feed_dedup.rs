@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{connect, queue_fresh, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
@@ -39,21 +39,13 @@ fn key(user: usize) -> String {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(7);
 
     // Fresh per-user filters.
     let mut pipe = redis::pipe();
     for u in 0..USERS {
-        pipe.cmd("DEL").arg(key(u)).ignore();
-        pipe.cmd("BF.RESERVE")
-            .arg(key(u))
-            .arg(ERROR)
-            .arg(CAPACITY)
-            .arg("EXPANSION")
-            .arg(2)
-            .ignore();
+        queue_fresh(&mut pipe, "BF.RESERVE", &key(u), (ERROR, CAPACITY, "EXPANSION", 2));
     }
     pipe.exec(&mut con)?;
 

@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{memory_usage, redis_url, Rng};
+use common::{connect, memory_usage, queue_fresh, Rng};
 use redis_bf::bloom::cuckoo::{dump, Cuckoo};
 use std::collections::HashSet;
 use std::error::Error;
@@ -60,20 +60,12 @@ fn skewed_post(rng: &mut Rng, cumulative: &[f64]) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(0x11ce5);
 
     let mut cleanup = redis::pipe();
     for p in 0..POSTS {
-        cleanup.del(key(p)).ignore();
-        cleanup
-            .cmd("CF.RESERVE")
-            .arg(key(p))
-            .arg(CAPACITY)
-            .arg("EXPANSION")
-            .arg(2)
-            .ignore();
+        queue_fresh(&mut cleanup, "CF.RESERVE", &key(p), (CAPACITY, "EXPANSION", 2));
     }
     cleanup.query::<()>(&mut con)?;
 

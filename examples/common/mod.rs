@@ -48,3 +48,21 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// A connection to [`redis_url`]'s server.
+pub fn connect() -> redis::RedisResult<redis::Connection> {
+    redis::Client::open(redis_url())?.get_connection()
+}
+
+/// Queues, in `pipe`, `DEL key` and then `reserve key params…` (a `BF.RESERVE` or
+/// `CF.RESERVE`, its parameters after the key as one tuple), both replies ignored: a fresh,
+/// empty filter at `key` whatever an earlier run left there.
+pub fn queue_fresh(
+    pipe: &mut redis::Pipeline,
+    reserve: &str,
+    key: &str,
+    params: impl redis::ToRedisArgs,
+) {
+    pipe.cmd("DEL").arg(key).ignore();
+    pipe.cmd(reserve).arg(key).arg(params).ignore();
+}
