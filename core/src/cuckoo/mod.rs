@@ -1011,6 +1011,17 @@ fn next_occupied(data: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// Test help: inserts `{prefix}0` .. `{prefix}{n-1}` into `cf`, asserting each is new.
+#[cfg(test)]
+pub(crate) fn insert_new(cf: &mut Cuckoo, prefix: &str, n: u32) {
+    for i in 0..n {
+        assert_eq!(
+            cf.insert(format!("{prefix}{i}").as_bytes(), false, u64::MAX),
+            Insert::Inserted
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1079,12 +1090,7 @@ mod tests {
     fn add_check_delete_count() {
         let mut cf = Cuckoo::new(1000, 2, 20, 1, u64::MAX).unwrap();
         assert_eq!(cf.buckets(), 512);
-        for i in 0..300u32 {
-            assert_eq!(
-                cf.insert(format!("i{i}").as_bytes(), false, u64::MAX),
-                Insert::Inserted
-            );
-        }
+        insert_new(&mut cf, "i", 300);
         for i in 0..300u32 {
             assert!(cf.contains(format!("i{i}").as_bytes()));
         }
@@ -1119,12 +1125,7 @@ mod tests {
     #[test]
     fn growth_and_compaction() {
         let mut cf = Cuckoo::new(64, 2, 20, 1, u64::MAX).unwrap();
-        for i in 0..300u32 {
-            assert_eq!(
-                cf.insert(format!("c{i}").as_bytes(), false, u64::MAX),
-                Insert::Inserted
-            );
-        }
+        insert_new(&mut cf, "c", 300);
         let grown = cf.filters.len();
         assert!(grown > 4, "{grown}");
         for i in 0..200u32 {
