@@ -525,12 +525,18 @@ impl Cuckoo {
         }
     }
 
-    /// Bucket counts of the sub-filters, oldest first.
-    pub fn bucket_counts(&self) -> impl Iterator<Item = u64> + '_ {
+    /// Each sub-filter with its shape, oldest first.
+    #[inline]
+    fn shaped(&self) -> impl Iterator<Item = (&SubFilter, Shape)> + '_ {
         self.filters
             .iter()
             .enumerate()
-            .map(|(i, f)| self.shape_of(i, f).buckets)
+            .map(|(i, f)| (f, self.shape_of(i, f)))
+    }
+
+    /// Bucket counts of the sub-filters, oldest first.
+    pub fn bucket_counts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.shaped().map(|(_, shape)| shape.buckets)
     }
 
     /// Bytes of the next sub-filter growth would add (None when it cannot be added).
@@ -567,10 +573,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::contains`] of a prepared lookup.
     pub fn contains_lookup(&self, l: &Lookup) -> bool {
-        self.filters
-            .iter()
-            .enumerate()
-            .any(|(i, f)| f.has(l, self.shape_of(i, f)))
+        self.shaped().any(|(f, shape)| f.has(l, shape))
     }
 
     /// How many slots hold the item's fingerprint in its two buckets of every sub-filter
@@ -581,11 +584,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::count`] of a prepared lookup.
     pub fn count_lookup(&self, l: &Lookup) -> u64 {
-        self.filters
-            .iter()
-            .enumerate()
-            .map(|(i, f)| f.count(l, self.shape_of(i, f)))
-            .sum()
+        self.shaped().map(|(f, shape)| f.count(l, shape)).sum()
     }
 
     /// Adds one copy of the item (`CF.ADD`; `unique`: `CF.ADDNX`, which adds nothing when
