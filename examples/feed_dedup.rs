@@ -45,7 +45,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     // Fresh per-user filters.
     let mut pipe = redis::pipe();
     for u in 0..USERS {
-        queue_fresh(&mut pipe, "BF.RESERVE", &key(u), (ERROR, CAPACITY, "EXPANSION", 2));
+        queue_fresh(
+            &mut pipe,
+            "BF.RESERVE",
+            &key(u),
+            (ERROR, CAPACITY, "EXPANSION", 2),
+        );
     }
     pipe.exec(&mut con)?;
 

@@ -65,7 +65,12 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let mut cleanup = redis::pipe();
     for p in 0..POSTS {
-        queue_fresh(&mut cleanup, "CF.RESERVE", &key(p), (CAPACITY, "EXPANSION", 2));
+        queue_fresh(
+            &mut cleanup,
+            "CF.RESERVE",
+            &key(p),
+            (CAPACITY, "EXPANSION", 2),
+        );
     }
     cleanup.query::<()>(&mut con)?;
 

@@ -665,6 +665,25 @@ pub fn cf_core_walk(cf: &redis_bf::bloom::cuckoo::Cuckoo) -> CfWalk {
     }
 }
 
+/// The bytes of a hex string, two digits a byte (panics on anything else: the fixture is
+/// wrong).
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The byte strings of a JSON array of hex strings, such as a fixture's `args_hex` (panics on
+/// anything else: the fixture is wrong).
+pub fn json_hex_list(v: &serde_json::Value) -> Vec<Vec<u8>> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v}"))
+        .iter()
+        .map(|a| unhex(a.as_str().expect("a JSON string")))
+        .collect()
+}
+
 /// The strings of a JSON array (panics on anything else: the fixture is wrong).
 pub fn json_strs(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
