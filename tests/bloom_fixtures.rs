@@ -708,14 +708,10 @@ fn fixture_files_match_sha256sums() {
     }
 }
 
-/// RedisBloom 8's data set (made by RedisBloom 8.8.0 on Redis 8.0.6, RDB version 12) and a
-/// Redis 8.0 server to load it, when both are here: the folder of the shared reference
-/// recordings (`common::shared_dir`; absent: a SKIP line, a failure with `BF_REQUIRE_SHARED`)
-/// and `common::server_or_skip("redis 8.0")`.
+/// RedisBloom 8's data set (RDB version 12) and a Redis 8.0 server to load it, when both are
+/// here ([`common::expect_redisbloom8`]).
 fn redisbloom8_set(test: &str) -> Option<(PathBuf, String)> {
-    let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8");
-    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    Some((dir, common::server_or_skip("redis 8.0", test)?))
+    common::expect_redisbloom8(test, "")
 }
 
 #[test]

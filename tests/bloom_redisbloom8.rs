@@ -36,9 +36,7 @@ const KINDS: [&str; 5] = [
 
 /// The recordings' folder and the Redis 8.0 binary, or None (the test then returns).
 fn setup(test: &str) -> Option<(PathBuf, String)> {
-    let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8/replies");
-    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    Some((dir, common::server_or_skip("redis 8.0", test)?))
+    common::expect_redisbloom8(test, "replies")
 }
 
 #[test]

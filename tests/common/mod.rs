@@ -1069,6 +1069,18 @@ pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
     d
 }
 
+/// RedisBloom 8's recordings (made by RedisBloom 8.8.0 on Redis 8.0.6) and the Redis 8.0
+/// server to check against them, when both are here: the shared folder's
+/// `fixtures/redisbloom8/{sub}` (`sub` "": the folder itself), asserted to exist, and the
+/// binary of `server_or_skip("redis 8.0")`. None after a SKIP line when either is absent
+/// ([`shared_or_skip`], [`server_or_skip`]: a failure under their `BF_REQUIRE_*`).
+pub fn expect_redisbloom8(test: &str, sub: &str) -> Option<(PathBuf, String)> {
+    let base = shared_or_skip(test)?.join("fixtures/redisbloom8");
+    let dir = if sub.is_empty() { base } else { base.join(sub) };
+    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
+    Some((dir, server_or_skip("redis 8.0", test)?))
+}
+
 /// One field of `INFO <section>`, trimmed; panics when the server does not report it.
 pub fn info_str(con: &mut impl redis::ConnectionLike, section: &str, name: &str) -> String {
     let info: String = cmd("INFO").arg(section).query(con).unwrap();
