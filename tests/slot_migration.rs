@@ -803,26 +803,34 @@ fn run(line: Line, bin: &str, case: Case) {
     assert!(errors.is_empty(), "writer errors: {errors:?}");
 }
 
-#[test]
-fn valkey_atomic_slot_migration() {
+/// Runs `scenario` on `line`'s server with the clock centred; returns at once when
+/// [`require`] finds no such server.
+fn on_line(line: Line, scenario: fn(Line, &str)) {
     centre_clock();
-    let Some(bin) = require("valkey") else {
-        return;
+    let name = match line {
+        Line::Valkey => "valkey",
+        Line::Redis86 => "redis 8.6",
     };
+    if let Some(bin) = require(name) {
+        scenario(line, &bin);
+    }
+}
+
+/// Every case of [`CASES`] on `line`'s server `bin`.
+fn every_case(line: Line, bin: &str) {
     for &case in CASES {
-        run(Line::Valkey, &bin, case);
+        run(line, bin, case);
     }
 }
 
 #[test]
+fn valkey_atomic_slot_migration() {
+    on_line(Line::Valkey, every_case);
+}
+
+#[test]
 fn redis86_atomic_slot_migration() {
-    centre_clock();
-    let Some(bin) = require("redis 8.6") else {
-        return;
-    };
-    for &case in CASES {
-        run(Line::Redis86, &bin, case);
-    }
+    on_line(Line::Redis86, every_case);
 }
 
 /// A slot holding a big sparse Bloom filter and a big sparse cuckoo filter (one item each,
@@ -874,16 +882,10 @@ fn sparse_filters_stay_sparse(line: Line, bin: &str) {
 
 #[test]
 fn valkey_sparse_filters_stay_sparse() {
-    centre_clock();
-    if let Some(bin) = require("valkey") {
-        sparse_filters_stay_sparse(Line::Valkey, &bin);
-    }
+    on_line(Line::Valkey, sparse_filters_stay_sparse);
 }
 
 #[test]
 fn redis86_sparse_filters_stay_sparse() {
-    centre_clock();
-    if let Some(bin) = require("redis 8.6") {
-        sparse_filters_stay_sparse(Line::Redis86, &bin);
-    }
+    on_line(Line::Redis86, sparse_filters_stay_sparse);
 }
