@@ -708,15 +708,11 @@ fn fixture_files_match_sha256sums() {
     }
 }
 
-/// RedisBloom 8's data set (RDB version 12) and a Redis 8.0 server to load it, when both are
-/// here ([`common::expect_redisbloom8`]).
-fn redisbloom8_set(test: &str) -> Option<(PathBuf, String)> {
-    common::expect_redisbloom8(test, "")
-}
-
 #[test]
 fn redisbloom8_rdb_fixture_loads_identically() {
-    let Some((fx8, bin)) = redisbloom8_set("redisbloom8_rdb_fixture_loads_identically") else {
+    let Some((fx8, bin)) =
+        common::expect_redisbloom8("redisbloom8_rdb_fixture_loads_identically", "")
+    else {
         return;
     };
     let set = load_set_in(&fx8, "keys");
@@ -734,7 +730,7 @@ fn redisbloom8_rdb_fixture_loads_identically() {
 #[test]
 fn redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks() {
     let test = "redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks";
-    let Some((fx8, bin)) = redisbloom8_set(test) else {
+    let Some((fx8, bin)) = common::expect_redisbloom8(test, "") else {
         return;
     };
     // The incr file replays BF.RESERVE / BF.INSERT … EXPANSION 0 (non-scaling, growth 0).
