@@ -36,9 +36,19 @@ fn items() -> Vec<String> {
     (0..300).map(|i| format!("item{i}")).collect()
 }
 
-/// How many of `items` BF.MEXISTS on `key` does not find (a false negative each).
-/// What `key` on `con` misses of `items`, as a line of the report (`line`: the creating
-/// command; `whose`: whose copy it is), or None when it holds them all.
+/// Runs each creation of [`CREATIONS`] on `con` and adds `items` to the filter it made.
+fn create_and_fill(con: &mut redis::Connection, items: &[String]) {
+    for (key, line) in CREATIONS {
+        let _: redis::Value = cmd(line).query(con).unwrap();
+        for item in items {
+            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(con).unwrap();
+        }
+    }
+}
+
+/// How many of `items` BF.MEXISTS on `key` does not find (a false negative each), as a line of
+/// the report (`line`: the creating command; `whose`: whose copy it is), or None when it finds
+/// them all.
 fn missing(
     con: &mut redis::Connection,
     key: &str,
@@ -85,16 +95,9 @@ fn replica_with_factor_0(name: &str, bin: &str) {
         assert!(t0.elapsed() < Duration::from_secs(30), "replica link");
         std::thread::sleep(Duration::from_millis(50));
     }
-    for (_, line) in CREATIONS {
-        let _: redis::Value = cmd(line).query(&mut p).unwrap();
-    }
     // 300 items: every filter of capacity 100 has to scale on the primary.
     let items = items();
-    for (key, _) in CREATIONS {
-        for item in &items {
-            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut p).unwrap();
-        }
-    }
+    create_and_fill(&mut p, &items);
     let _: i64 = cmd("WAIT 1 5000").query(&mut p).unwrap();
     let mut wrong = Vec::new();
     for (key, line) in CREATIONS {
@@ -130,14 +133,11 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
     let mut s = Server::start_on(bin, &[], &extra);
     let mut con = s.conn();
     let items = items();
-    let mut before = Vec::new();
-    for (key, line) in CREATIONS {
-        let _: redis::Value = cmd(line).query(&mut con).unwrap();
-        for item in &items {
-            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut con).unwrap();
-        }
-        before.push((info(&mut con, key), digest(&mut con, key)));
-    }
+    create_and_fill(&mut con, &items);
+    let before: Vec<_> = CREATIONS
+        .iter()
+        .map(|(key, _)| (info(&mut con, key), digest(&mut con, key)))
+        .collect();
     drop(con);
     s.restart(&[("bf.expansion-factor", "0")]);
     let mut con = s.conn();
