@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{connect, queue_fresh, Rng};
+use common::{connect, reserve_fresh, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
@@ -43,16 +43,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut rng = Rng(7);
 
     // Fresh per-user filters.
-    let mut pipe = redis::pipe();
-    for u in 0..USERS {
-        queue_fresh(
-            &mut pipe,
-            "BF.RESERVE",
-            &key(u),
-            (ERROR, CAPACITY, "EXPANSION", 2),
-        );
-    }
-    pipe.exec(&mut con)?;
+    reserve_fresh(
+        &mut con,
+        "BF.RESERVE",
+        (0..USERS).map(key),
+        (ERROR, CAPACITY, "EXPANSION", 2),
+    )?;
 
     let t = Instant::now();
     let mut truth: Vec<HashSet<u64>> = vec![HashSet::new(); USERS];

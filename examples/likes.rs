@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{connect, memory_usage, queue_fresh, Rng};
+use common::{connect, memory_usage, reserve_fresh, Rng};
 use redis_bf::bloom::cuckoo::{dump, Cuckoo};
 use std::collections::HashSet;
 use std::error::Error;
@@ -63,16 +63,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut con = connect()?;
     let mut rng = Rng(0x11ce5);
 
-    let mut cleanup = redis::pipe();
-    for p in 0..POSTS {
-        queue_fresh(
-            &mut cleanup,
-            "CF.RESERVE",
-            &key(p),
-            (CAPACITY, "EXPANSION", 2),
-        );
-    }
-    cleanup.query::<()>(&mut con)?;
+    reserve_fresh(
+        &mut con,
+        "CF.RESERVE",
+        (0..POSTS).map(key),
+        (CAPACITY, "EXPANSION", 2),
+    )?;
 
     let mut weights = Vec::with_capacity(POSTS as usize);
     let mut acc = 0.0;

@@ -54,15 +54,19 @@ pub fn connect() -> redis::RedisResult<redis::Connection> {
     redis::Client::open(redis_url())?.get_connection()
 }
 
-/// Queues, in `pipe`, `DEL key` and then `reserve key params…` (a `BF.RESERVE` or
-/// `CF.RESERVE`, its parameters after the key as one tuple), both replies ignored: a fresh,
-/// empty filter at `key` whatever an earlier run left there.
-pub fn queue_fresh(
-    pipe: &mut redis::Pipeline,
+/// Makes a fresh, empty filter at each of `keys`, whatever an earlier run left there: one
+/// pipeline of `DEL key` and `reserve key params…` per key (`reserve`: `BF.RESERVE` or
+/// `CF.RESERVE`; `params`: its parameters after the key, as one tuple).
+pub fn reserve_fresh(
+    con: &mut redis::Connection,
     reserve: &str,
-    key: &str,
+    keys: impl IntoIterator<Item = String>,
     params: impl redis::ToRedisArgs,
-) {
-    pipe.cmd("DEL").arg(key).ignore();
-    pipe.cmd(reserve).arg(key).arg(params).ignore();
+) -> redis::RedisResult<()> {
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("DEL").arg(&key).ignore();
+        pipe.cmd(reserve).arg(&key).arg(&params).ignore();
+    }
+    pipe.exec(con)
 }
