@@ -823,15 +823,26 @@ fn every_case(line: Line, bin: &str) {
     }
 }
 
-#[test]
-fn valkey_atomic_slot_migration() {
-    on_line(Line::Valkey, every_case);
+/// Two tests running `$scenario` through [`on_line`]: `$valkey` on Valkey, `$redis86` on
+/// Redis 8.6.
+macro_rules! per_line {
+    ($scenario:ident: $valkey:ident, $redis86:ident) => {
+        #[test]
+        fn $valkey() {
+            on_line(Line::Valkey, $scenario);
+        }
+
+        #[test]
+        fn $redis86() {
+            on_line(Line::Redis86, $scenario);
+        }
+    };
 }
 
-#[test]
-fn redis86_atomic_slot_migration() {
-    on_line(Line::Redis86, every_case);
-}
+per_line!(
+    every_case: valkey_atomic_slot_migration,
+    redis86_atomic_slot_migration
+);
 
 /// A slot holding a big sparse Bloom filter and a big sparse cuckoo filter (one item each,
 /// [`sparse_big_filters`], 192 MiB together) moves to another primary: the target's resident
@@ -880,12 +891,7 @@ fn sparse_filters_stay_sparse(line: Line, bin: &str) {
     assert!(after.is_ok(), "{line_text}");
 }
 
-#[test]
-fn valkey_sparse_filters_stay_sparse() {
-    on_line(Line::Valkey, sparse_filters_stay_sparse);
-}
-
-#[test]
-fn redis86_sparse_filters_stay_sparse() {
-    on_line(Line::Redis86, sparse_filters_stay_sparse);
-}
+per_line!(
+    sparse_filters_stay_sparse: valkey_sparse_filters_stay_sparse,
+    redis86_sparse_filters_stay_sparse
+);
