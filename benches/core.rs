@@ -229,6 +229,24 @@ fn cuckoo_filled(capacity: u64) -> Cuckoo {
     cf
 }
 
+/// CF.MEXISTS of the items `fresh` gives on `cf`, two ways: `mexists_{what}_item_by_item`
+/// (`contains` per item) and `mexists_{what}_batched` (`cuckoo::batch::contains_each`).
+fn cuckoo_mexists(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    cf: &Cuckoo,
+    what: &str,
+    fresh: &mut impl FnMut() -> Vec<Vec<u8>>,
+) {
+    on_fresh_items(g, &format!("mexists_{what}_item_by_item"), fresh, |items| {
+        items.iter().filter(|i| cf.contains(i)).count()
+    });
+    on_fresh_items(g, &format!("mexists_{what}_batched"), fresh, |items| {
+        let mut n = 0;
+        batch::contains_each(cf, items.len(), |i| &items[i], |_, p| n += usize::from(p));
+        n
+    });
+}
+
 /// The cuckoo filter (CF.*) operations, 1000 items per call, on a filter in cache (1e4 items,
 /// 8 KiB) and on a 1e8-item one (128 MiB, 75 % of its slots used): CF.MEXISTS item by item
 /// (what RedisBloom does) against the batch path (`cuckoo::batch::contains_each`), for items
@@ -261,38 +279,9 @@ fn cuckoo_ops(c: &mut Criterion) {
             k = (k + 1) % 64;
             members[k * 1000..(k + 1) * 1000].to_vec()
         };
-        let check_each =
-            |cf: &Cuckoo, items: &Vec<Vec<u8>>| items.iter().filter(|i| cf.contains(i)).count();
-        let check_batch = |cf: &Cuckoo, items: &Vec<Vec<u8>>| {
-            let mut n = 0;
-            batch::contains_each(cf, items.len(), |i| &items[i], |_, p| n += usize::from(p));
-            n
-        };
-        on_fresh_items(
-            &mut g,
-            "mexists_absent_item_by_item",
-            &mut fresh_items,
-            |items| check_each(&cf, items),
-        );
-        on_fresh_items(
-            &mut g,
-            "mexists_absent_batched",
-            &mut fresh_items,
-            |items| check_batch(&cf, items),
-        );
+        cuckoo_mexists(&mut g, &cf, "absent", &mut fresh_items);
         if capacity > 100_000 {
-            on_fresh_items(
-                &mut g,
-                "mexists_members_item_by_item",
-                &mut some_members,
-                |items| check_each(&cf, items),
-            );
-            on_fresh_items(
-                &mut g,
-                "mexists_members_batched",
-                &mut some_members,
-                |items| check_batch(&cf, items),
-            );
+            cuckoo_mexists(&mut g, &cf, "members", &mut some_members);
         }
         on_fresh_items(&mut g, "count_item_by_item", &mut fresh_items, |items| {
             items.iter().map(|i| cf.count(i) as usize).sum()

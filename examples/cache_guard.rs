@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{connect, Rng};
 use std::collections::HashMap;
 use std::error::Error;
 use std::time::Instant;
@@ -50,8 +50,7 @@ impl Database {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(4242);
 
     // The database and the list of real ids.

@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{memory_usage, redis_url, Rng};
+use common::{connect, memory_usage, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 
@@ -31,8 +31,7 @@ const POPULAR_PAGES: usize = 50_000;
 const BATCH: usize = 1_000;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(2024);
     redis::cmd("DEL").arg(&[SEEN, SEEN_SET]).exec(&mut con)?;
     redis::cmd("BF.RESERVE")

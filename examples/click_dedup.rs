@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{memory_usage, redis_url, Rng};
+use common::{connect, memory_usage, Rng};
 use redis_bf::bloom::window::memory_comparison;
 use std::collections::{HashMap, HashSet};
 use std::error::Error;
@@ -78,8 +78,7 @@ struct Event {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(99);
 
     redis::cmd("DEL")

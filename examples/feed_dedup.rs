@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{connect, reserve_fresh, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
@@ -39,23 +39,16 @@ fn key(user: usize) -> String {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(7);
 
     // Fresh per-user filters.
-    let mut pipe = redis::pipe();
-    for u in 0..USERS {
-        pipe.cmd("DEL").arg(key(u)).ignore();
-        pipe.cmd("BF.RESERVE")
-            .arg(key(u))
-            .arg(ERROR)
-            .arg(CAPACITY)
-            .arg("EXPANSION")
-            .arg(2)
-            .ignore();
-    }
-    pipe.exec(&mut con)?;
+    reserve_fresh(
+        &mut con,
+        "BF.RESERVE",
+        (0..USERS).map(key),
+        (ERROR, CAPACITY, "EXPANSION", 2),
+    )?;
 
     let t = Instant::now();
     let mut truth: Vec<HashSet<u64>> = vec![HashSet::new(); USERS];

@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{memory_usage, redis_url, Rng};
+use common::{connect, memory_usage, reserve_fresh, Rng};
 use redis_bf::bloom::cuckoo::{dump, Cuckoo};
 use std::collections::HashSet;
 use std::error::Error;
@@ -60,22 +60,15 @@ fn skewed_post(rng: &mut Rng, cumulative: &[f64]) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(0x11ce5);
 
-    let mut cleanup = redis::pipe();
-    for p in 0..POSTS {
-        cleanup.del(key(p)).ignore();
-        cleanup
-            .cmd("CF.RESERVE")
-            .arg(key(p))
-            .arg(CAPACITY)
-            .arg("EXPANSION")
-            .arg(2)
-            .ignore();
-    }
-    cleanup.query::<()>(&mut con)?;
+    reserve_fresh(
+        &mut con,
+        "CF.RESERVE",
+        (0..POSTS).map(key),
+        (CAPACITY, "EXPANSION", 2),
+    )?;
 
     let mut weights = Vec::with_capacity(POSTS as usize);
     let mut acc = 0.0;

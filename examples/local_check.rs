@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::redis_url;
+use common::connect;
 use std::error::Error;
 use std::time::Instant;
 
@@ -53,8 +53,7 @@ fn download(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
 
     // A filter on the server, grown to three layers (10,000 + 20,000 + 40,000).
     redis::cmd("DEL").arg(KEY).exec(&mut con)?;

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{redis_url, Rng};
+use common::{connect, Rng};
 use std::collections::HashMap;
 use std::error::Error;
 use std::time::Instant;
@@ -48,8 +48,7 @@ fn username(rng: &mut Rng) -> String {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let client = redis::Client::open(redis_url())?;
-    let mut con = client.get_connection()?;
+    let mut con = connect()?;
     let mut rng = Rng(2024);
 
     // The "database": username -> user id.

@@ -91,14 +91,6 @@ fn load_set_in(dir: &Path, sub: &str) -> Vec<Fx> {
         .collect()
 }
 
-fn hex_list(v: &Json) -> Vec<Vec<u8>> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| unhex(x.as_str().unwrap()))
-        .collect()
-}
-
 fn usize_list(v: &Json) -> Vec<usize> {
     v.as_array()
         .unwrap()
@@ -110,7 +102,7 @@ fn usize_list(v: &Json) -> Vec<usize> {
 /// The items of a key, in the order they were sent (`items_hex`, or fx:big's generator).
 fn items_of(fx: &Fx) -> Vec<Vec<u8>> {
     if let Some(h) = fx.j.get("items_hex") {
-        return hex_list(h);
+        return common::json_hex_list(h);
     }
     let g = &fx.j["items_generator"];
     let prefix = unhex(g["prefix_hex"].as_str().unwrap());
@@ -378,7 +370,7 @@ fn check_key(c: &mut Conn, c3: &mut Conn, fx: &Fx, d: &mut Diffs) {
         pr["false_positive_count"].as_u64().unwrap() as usize,
         fps.len(),
     );
-    let want_fp_items = hex_list(&pr["false_positive_items_hex"]);
+    let want_fp_items = common::json_hex_list(&pr["false_positive_items_hex"]);
     let got_fp_items: Vec<Vec<u8>> = want_fps.iter().map(|&i| probes[i].clone()).collect();
     d.eq(
         format!("{n} false_positive_items_hex"),
@@ -614,7 +606,7 @@ fn replay_big(c: &mut Conn, fx: &Fx, d: &mut Diffs) {
             format!("{what} request"),
             (
                 s["argc"].as_u64().unwrap() as usize,
-                hex_list(&s["first_args_hex"]),
+                common::json_hex_list(&s["first_args_hex"]),
                 s["last_arg_hex"].as_str().unwrap().to_string(),
                 s["request_resp_sha256"].as_str().unwrap().to_string(),
             ),
@@ -658,7 +650,7 @@ fn replay(c: &mut Conn, set: &[Fx], context: &str) {
             .as_array()
             .unwrap()
             .iter()
-            .map(|cmd| hex_list(&cmd["args_hex"]))
+            .map(|cmd| common::json_hex_list(&cmd["args_hex"]))
             .collect();
         let replies = c.pipe(&cmds);
         for (i, (cmd, r)) in fx.j["commands"]
@@ -705,25 +697,22 @@ fn fixture_files_match_sha256sums() {
         assert_eq!(data.len() as u64, f["len"].as_u64().unwrap(), "{name}");
         assert_eq!(sha256_hex(&data), f["sha256"].as_str().unwrap(), "{name}");
         if let Some(cmds) = f.get("commands") {
-            let want: Vec<Vec<Vec<u8>>> = cmds.as_array().unwrap().iter().map(hex_list).collect();
+            let want: Vec<Vec<Vec<u8>>> = cmds
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(common::json_hex_list)
+                .collect();
             assert_eq!(parse_aof(&data), want, "{name} commands");
         }
     }
 }
 
-/// RedisBloom 8's data set (made by RedisBloom 8.8.0 on Redis 8.0.6, RDB version 12) and a
-/// Redis 8.0 server to load it, when both are here: the folder of the shared reference
-/// recordings (`common::shared_dir`; absent: a SKIP line, a failure with `BF_REQUIRE_SHARED`)
-/// and `common::server_or_skip("redis 8.0")`.
-fn redisbloom8_set(test: &str) -> Option<(PathBuf, String)> {
-    let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8");
-    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    Some((dir, common::server_or_skip("redis 8.0", test)?))
-}
-
 #[test]
 fn redisbloom8_rdb_fixture_loads_identically() {
-    let Some((fx8, bin)) = redisbloom8_set("redisbloom8_rdb_fixture_loads_identically") else {
+    let Some((fx8, bin)) =
+        common::expect_redisbloom8("redisbloom8_rdb_fixture_loads_identically", "")
+    else {
         return;
     };
     let set = load_set_in(&fx8, "keys");
@@ -741,7 +730,7 @@ fn redisbloom8_rdb_fixture_loads_identically() {
 #[test]
 fn redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks() {
     let test = "redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks";
-    let Some((fx8, bin)) = redisbloom8_set(test) else {
+    let Some((fx8, bin)) = common::expect_redisbloom8(test, "") else {
         return;
     };
     // The incr file replays BF.RESERVE / BF.INSERT … EXPANSION 0 (non-scaling, growth 0).

@@ -20,7 +20,6 @@ mod common;
 mod fxutil;
 
 use batteries::Run;
-use std::path::PathBuf;
 
 /// The four batteries, in the order they are checked.
 const BATTERIES: [&str; 4] = ["bf-errors", "bf-config", "bf-loadchunk", "bf-commands"];
@@ -34,16 +33,11 @@ const KINDS: [&str; 5] = [
     "key-specs",
 ];
 
-/// The recordings' folder and the Redis 8.0 binary, or None (the test then returns).
-fn setup(test: &str) -> Option<(PathBuf, String)> {
-    let dir = common::shared_or_skip(test)?.join("fixtures/redisbloom8/replies");
-    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
-    Some((dir, common::server_or_skip("redis 8.0", test)?))
-}
-
 #[test]
 fn reply_batteries_answer_as_redisbloom8_but_for_the_listed_differences() {
-    let Some((dir, bin)) = setup("reply_batteries_answer_as_redisbloom8") else {
+    let Some((dir, bin)) =
+        common::expect_redisbloom8("reply_batteries_answer_as_redisbloom8", "replies")
+    else {
         return;
     };
     let runs: Vec<Run> = BATTERIES

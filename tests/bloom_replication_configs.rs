@@ -36,10 +36,29 @@ fn items() -> Vec<String> {
     (0..300).map(|i| format!("item{i}")).collect()
 }
 
-/// How many of `items` BF.MEXISTS on `key` does not find (a false negative each).
-fn missing(con: &mut redis::Connection, key: &str, items: &[String]) -> redis::RedisResult<usize> {
-    let held: Vec<i64> = cmd("BF.MEXISTS").arg(key).arg(items).query(con)?;
-    Ok(held.iter().filter(|&&x| x != 1).count())
+/// Runs each creation of [`CREATIONS`] on `con` and adds `items` to the filter it made.
+fn create_and_fill(con: &mut redis::Connection, items: &[String]) {
+    for (key, line) in CREATIONS {
+        let _: redis::Value = cmd(line).query(con).unwrap();
+        for item in items {
+            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(con).unwrap();
+        }
+    }
+}
+
+/// How many of `items` BF.MEXISTS on `key` does not find (a false negative each), as a line of
+/// the report (`line`: the creating command; `whose`: whose copy it is), or None when it finds
+/// them all.
+fn missing(
+    con: &mut redis::Connection,
+    key: &str,
+    items: &[String],
+    line: &str,
+    whose: &str,
+) -> Option<String> {
+    let held: redis::RedisResult<Vec<i64>> = cmd("BF.MEXISTS").arg(key).arg(items).query(con);
+    let missing = held.map(|held| held.iter().filter(|&&x| x != 1).count());
+    (missing != Ok(0)).then(|| format!("{line}: {whose} misses {missing:?} of the 300 items"))
 }
 
 fn digest(con: &mut redis::Connection, key: &str) -> String {
@@ -76,16 +95,9 @@ fn replica_with_factor_0(name: &str, bin: &str) {
         assert!(t0.elapsed() < Duration::from_secs(30), "replica link");
         std::thread::sleep(Duration::from_millis(50));
     }
-    for (_, line) in CREATIONS {
-        let _: redis::Value = cmd(line).query(&mut p).unwrap();
-    }
     // 300 items: every filter of capacity 100 has to scale on the primary.
     let items = items();
-    for (key, _) in CREATIONS {
-        for item in &items {
-            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut p).unwrap();
-        }
-    }
+    create_and_fill(&mut p, &items);
     let _: i64 = cmd("WAIT 1 5000").query(&mut p).unwrap();
     let mut wrong = Vec::new();
     for (key, line) in CREATIONS {
@@ -99,12 +111,7 @@ fn replica_with_factor_0(name: &str, bin: &str) {
                 "{line}: DEBUG DIGEST-VALUE primary {pd}, replica {rd}"
             ));
         }
-        let missing = missing(&mut r, key, &items);
-        if missing != Ok(0) {
-            wrong.push(format!(
-                "{line}: replica misses {missing:?} of the 300 items"
-            ));
-        }
+        wrong.extend(missing(&mut r, key, &items, line, "replica"));
     }
     assert!(
         wrong.is_empty(),
@@ -126,14 +133,11 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
     let mut s = Server::start_on(bin, &[], &extra);
     let mut con = s.conn();
     let items = items();
-    let mut before = Vec::new();
-    for (key, line) in CREATIONS {
-        let _: redis::Value = cmd(line).query(&mut con).unwrap();
-        for item in &items {
-            let _: redis::Value = cmd("BF.ADD").arg(*key).arg(item).query(&mut con).unwrap();
-        }
-        before.push((info(&mut con, key), digest(&mut con, key)));
-    }
+    create_and_fill(&mut con, &items);
+    let before: Vec<_> = CREATIONS
+        .iter()
+        .map(|(key, _)| (info(&mut con, key), digest(&mut con, key)))
+        .collect();
     drop(con);
     s.restart(&[("bf.expansion-factor", "0")]);
     let mut con = s.conn();
@@ -145,12 +149,7 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
                 "{line}: before {pi} {pd}, after the replay {ai} {ad}"
             ));
         }
-        let missing = missing(&mut con, key, &items);
-        if missing != Ok(0) {
-            wrong.push(format!(
-                "{line}: the replay misses {missing:?} of the 300 items"
-            ));
-        }
+        wrong.extend(missing(&mut con, key, &items, line, "the replay"));
     }
     assert!(
         wrong.is_empty(),

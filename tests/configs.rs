@@ -324,6 +324,19 @@ fn config_get(con: &mut redis::Connection, name: &str) -> String {
     v[1].clone()
 }
 
+/// Asserts what a valid load with `bf.error-rate 0x1p-03` and `bf.initial-size 7` shows: Redis 8
+/// shows the rate's text as it was set (RedisBloom 8's bf-error-rate does), the others its
+/// shortest form, 0.125.
+fn assert_eighth_and_seven(con: &mut redis::Connection, bin: &str) {
+    let shown = if is_redis8_binary(bin) {
+        "0x1p-03"
+    } else {
+        "0.125"
+    };
+    assert_eq!(config_get(con, "bf.error-rate"), shown, "{bin}");
+    assert_eq!(config_get(con, "bf.initial-size"), "7", "{bin}");
+}
+
 /// `CONFIG GET pattern` as sorted `name=value` lines.
 fn config_pairs(con: &mut redis::Connection, pattern: &str) -> Vec<String> {
     let v: Vec<String> = common::cmd("CONFIG GET").arg(pattern).query(con).unwrap();
@@ -369,14 +382,7 @@ fn startup(bin: &str) {
     let mut con = p
         .wait()
         .unwrap_or_else(|s| panic!("{bin}: {s}\n{}", p.log()));
-    // Redis 8 shows the text as it was set (RedisBloom 8's bf-error-rate does).
-    let shown = if is_redis8_binary(bin) {
-        "0x1p-03"
-    } else {
-        "0.125"
-    };
-    assert_eq!(config_get(&mut con, "bf.error-rate"), shown);
-    assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
+    assert_eighth_and_seven(&mut con, bin);
     assert_eq!(config_get(&mut con, "bf.expansion-factor"), "0");
     assert_eq!(config_get(&mut con, "bf.max-filter-bytes"), "1000000");
 }
@@ -443,13 +449,7 @@ fn loadex(bin: &str) {
         .arg("64")
         .query(&mut con)
         .unwrap_or_else(|e| panic!("{bin}: valid LOADEX: {e}\n{}", p.log()));
-    let shown = if is_redis8_binary(bin) {
-        "0x1p-03"
-    } else {
-        "0.125"
-    };
-    assert_eq!(config_get(&mut con, "bf.error-rate"), shown);
-    assert_eq!(config_get(&mut con, "bf.initial-size"), "7");
+    assert_eighth_and_seven(&mut con, bin);
     let added: i64 = common::cmd("BF.ADD k x").query(&mut con).unwrap();
     assert_eq!(added, 1);
 }

@@ -12,13 +12,6 @@ use redis_bf::bloom::cuckoo::{self, dump, Cuckoo, Insert};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -131,12 +124,7 @@ fn replayed_keys_end_with_redisbloom_bytes() {
         let name = d["key_display"].as_str().unwrap().to_string();
         let mut cf = None;
         for (n, c) in d["commands"].as_array().unwrap().iter().enumerate() {
-            let args: Vec<Vec<u8>> = c["args_hex"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| unhex(a.as_str().unwrap()))
-                .collect();
+            let args = common::json_hex_list(&c["args_hex"]);
             if let Some(reply) = replay(&mut cf, &args) {
                 assert_eq!(
                     hex(reply.as_bytes()),

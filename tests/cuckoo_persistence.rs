@@ -542,113 +542,50 @@ fn scandump_loadchunk_info_debug_errors() {
     bad_buckets[8] = 3; // 3 buckets: not a power of two
     let mut huge = header.clone();
     huge[8..16].copy_from_slice(&(1u64 << 48).to_le_bytes());
-    let cases: &[(&str, &[&[u8]], &str)] = &[
-        (
-            "scandump bad pos",
-            &[b"CF.SCANDUMP", b"cf", b"abc"],
-            "Invalid position",
-        ),
-        (
-            "scandump negative",
-            &[b"CF.SCANDUMP", b"cf", b"-1"],
-            "Invalid position",
-        ),
-        (
-            "scandump pos before key",
-            &[b"CF.SCANDUMP", b"nokey", b"x"],
-            "Invalid position",
-        ),
-        (
-            "scandump missing",
-            &[b"CF.SCANDUMP", b"nokey", b"0"],
-            "ERR not found",
-        ),
-        (
-            "scandump wrongtype",
-            &[b"CF.SCANDUMP", b"str", b"0"],
-            "WRONGTYPE",
-        ),
-        (
-            "loadchunk pos 0",
-            &[b"CF.LOADCHUNK", b"new", b"0", &header],
-            "Invalid position",
-        ),
-        (
-            "loadchunk pos abc",
-            &[b"CF.LOADCHUNK", b"new", b"abc", &header],
-            "Invalid position",
-        ),
-        (
-            "loadchunk header on existing",
-            &[b"CF.LOADCHUNK", b"cf", b"1", &header],
-            "ERR item exists",
-        ),
-        (
-            "loadchunk header on string",
-            &[b"CF.LOADCHUNK", b"str", b"1", &header],
-            "WRONGTYPE",
-        ),
-        (
-            "loadchunk short header",
-            &[b"CF.LOADCHUNK", b"new", b"1", &header[..37]],
-            "Invalid header",
-        ),
-        (
-            "loadchunk bad header",
-            &[b"CF.LOADCHUNK", b"new", b"1", &bad_buckets],
-            "Couldn't create filter!",
-        ),
-        (
-            "loadchunk 2^48 buckets",
-            &[b"CF.LOADCHUNK", b"new", b"1", &huge],
-            "Couldn't create filter!",
-        ),
-        (
-            "loadchunk chunk missing",
-            &[b"CF.LOADCHUNK", b"nokey", b"1025", &chunk.1],
-            "ERR not found",
-        ),
-        (
-            "loadchunk chunk string",
-            &[b"CF.LOADCHUNK", b"str", b"1025", &chunk.1],
-            "WRONGTYPE",
-        ),
-        (
-            "loadchunk chunk too long",
-            &[b"CF.LOADCHUNK", b"cf", b"2000", &chunk.1],
-            "Couldn't load chunk!",
-        ),
-        (
-            "loadchunk empty chunk",
-            &[b"CF.LOADCHUNK", b"cf", b"5", b""],
-            "Couldn't load chunk!",
-        ),
-        ("info missing", &[b"CF.INFO", b"nokey"], "ERR not found"),
-        ("info wrongtype", &[b"CF.INFO", b"str"], "WRONGTYPE"),
-        ("debug missing", &[b"CF.DEBUG", b"nokey"], "ERR not found"),
-        ("debug wrongtype", &[b"CF.DEBUG", b"str"], "WRONGTYPE"),
-        (
-            "info arity",
-            &[b"CF.INFO", b"cf", b"x"],
-            "ERR wrong number of arguments",
-        ),
-        (
-            "scandump arity",
-            &[b"CF.SCANDUMP", b"cf"],
-            "ERR wrong number of arguments",
-        ),
-        (
-            "loadchunk arity",
-            &[b"CF.LOADCHUNK", b"cf", b"1"],
-            "ERR wrong number of arguments",
-        ),
+    // `(command line, reply's start)`; `{name}` stands for the bytes of that name below.
+    let cases = [
+        ("CF.SCANDUMP cf abc", "Invalid position"),
+        ("CF.SCANDUMP cf -1", "Invalid position"),
+        ("CF.SCANDUMP nokey x", "Invalid position"),
+        ("CF.SCANDUMP nokey 0", "ERR not found"),
+        ("CF.SCANDUMP str 0", "WRONGTYPE"),
+        ("CF.LOADCHUNK new 0 {header}", "Invalid position"),
+        ("CF.LOADCHUNK new abc {header}", "Invalid position"),
+        ("CF.LOADCHUNK cf 1 {header}", "ERR item exists"),
+        ("CF.LOADCHUNK str 1 {header}", "WRONGTYPE"),
+        ("CF.LOADCHUNK new 1 {short_header}", "Invalid header"),
+        ("CF.LOADCHUNK new 1 {3_buckets}", "Couldn't create filter!"),
+        ("CF.LOADCHUNK new 1 {huge}", "Couldn't create filter!"),
+        ("CF.LOADCHUNK nokey 1025 {chunk}", "ERR not found"),
+        ("CF.LOADCHUNK str 1025 {chunk}", "WRONGTYPE"),
+        ("CF.LOADCHUNK cf 2000 {chunk}", "Couldn't load chunk!"),
+        ("CF.LOADCHUNK cf 5 {empty}", "Couldn't load chunk!"),
+        ("CF.INFO nokey", "ERR not found"),
+        ("CF.INFO str", "WRONGTYPE"),
+        ("CF.DEBUG nokey", "ERR not found"),
+        ("CF.DEBUG str", "WRONGTYPE"),
+        ("CF.INFO cf x", "ERR wrong number of arguments"),
+        ("CF.SCANDUMP cf", "ERR wrong number of arguments"),
+        ("CF.LOADCHUNK cf 1", "ERR wrong number of arguments"),
     ];
     let mut fails = Vec::new();
-    for (name, args, want) in cases {
-        let reply = common::raw_command(s.port, false, args);
+    for (line, want) in cases {
+        let args: Vec<&[u8]> = line
+            .split(' ')
+            .map(|word| match word {
+                "{header}" => &header[..],
+                "{short_header}" => &header[..37],
+                "{3_buckets}" => &bad_buckets[..],
+                "{huge}" => &huge[..],
+                "{chunk}" => &chunk.1[..],
+                "{empty}" => b"",
+                _ => word.as_bytes(),
+            })
+            .collect();
+        let reply = common::raw_command(s.port, false, &args);
         let text = String::from_utf8_lossy(&reply).to_string();
         if !text.starts_with(&format!("-{want}")) {
-            fails.push(format!("{name}: got {text:?}, want -{want}"));
+            fails.push(format!("{line}: got {text:?}, want -{want}"));
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));

@@ -534,6 +534,22 @@ enum Kind {
     Cuckoo,
 }
 
+/// Two tests running one fuzz, `$run(kind)`: `$bloom` on Bloom filters, `$cuckoo` on cuckoo
+/// filters.
+macro_rules! per_kind {
+    ($run:ident: $bloom:ident, $cuckoo:ident) => {
+        #[test]
+        fn $bloom() {
+            $run(Kind::Bloom);
+        }
+
+        #[test]
+        fn $cuckoo() {
+            $run(Kind::Cuckoo);
+        }
+    };
+}
+
 /// What a reply to one of [`Kind::exercise`]'s commands must be.
 #[derive(Clone, Copy, Debug)]
 enum Want {
@@ -1111,15 +1127,10 @@ impl Survival {
     }
 }
 
-#[test]
-fn restore_of_mutated_dump_payloads() {
-    restore_fuzz(Kind::Bloom);
-}
-
-#[test]
-fn restore_of_mutated_cuckoo_dump_payloads() {
-    restore_fuzz(Kind::Cuckoo);
-}
+per_kind!(
+    restore_fuzz: restore_of_mutated_dump_payloads,
+    restore_of_mutated_cuckoo_dump_payloads
+);
 
 /// `restore_of_mutated_dump_payloads` for filters of `kind`: every mutated payload is refused
 /// with `ERR Bad data format` (or Redis' checksum error) or gives a filter that answers every
@@ -1634,15 +1645,10 @@ fn mutated_cuckoo_header(seed: &[u8], rng: &mut Rng) -> (Vec<u8>, u64) {
     (header, cuckoo_header_bytes(&h))
 }
 
-#[test]
-fn loadchunk_of_mutated_headers_and_chunks() {
-    loadchunk_fuzz(Kind::Bloom);
-}
-
-#[test]
-fn cf_loadchunk_of_mutated_headers_and_chunks() {
-    loadchunk_fuzz(Kind::Cuckoo);
-}
+per_kind!(
+    loadchunk_fuzz: loadchunk_of_mutated_headers_and_chunks,
+    cf_loadchunk_of_mutated_headers_and_chunks
+);
 
 /// The SCANDUMP walk of a key of `kind` (header, then every chunk); empty for a cuckoo filter
 /// without items (CF.SCANDUMP answers `[0, nil]` at once).

@@ -8,6 +8,15 @@ use std::process::{Command, Output};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// Writes the executable bash script `bin/name` running `body`.
+fn write_stub(bin: &Path, name: &str, body: String) {
+    let p = bin.join(name);
+    std::fs::write(&p, format!("#!/bin/bash\n{body}")).unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&p, perm).unwrap();
+}
+
 /// A fake system: `installed` packages are reported by dpkg-query, `uid` by `id -u`.
 struct FakeSystem {
     dir: tempfile::TempDir,
@@ -19,13 +28,7 @@ impl FakeSystem {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let calls = dir.path().join("calls.log");
-        let stub = |name: &str, body: String| {
-            let p = bin.join(name);
-            std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
-            let mut perm = std::fs::metadata(&p).unwrap().permissions();
-            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-            std::fs::set_permissions(&p, perm).unwrap();
-        };
+        let stub = |name: &str, body: String| write_stub(&bin, name, format!("{body}\n"));
         let list = installed.join(" ");
         stub(
             "dpkg-query",
@@ -216,13 +219,7 @@ impl FakeArchive {
         std::fs::create_dir(&bin).unwrap();
         std::fs::write(dir.path().join("showsrc.txt"), SHOWSRC).unwrap();
         let calls = dir.path().join("calls.log");
-        let stub = |name: &str, body: String| {
-            let p = bin.join(name);
-            std::fs::write(&p, format!("#!/bin/bash\nset -e\n{body}\n")).unwrap();
-            let mut perm = std::fs::metadata(&p).unwrap().permissions();
-            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-            std::fs::set_permissions(&p, perm).unwrap();
-        };
+        let stub = |name: &str, body: String| write_stub(&bin, name, format!("set -e\n{body}\n"));
         stub(
             "apt-get",
             format!(

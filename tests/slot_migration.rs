@@ -816,27 +816,46 @@ fn run(line: Line, bin: &str, case: Case) {
     assert!(errors.is_empty(), "writer errors: {errors:?}");
 }
 
-#[test]
-fn valkey_atomic_slot_migration() {
+/// Runs `scenario` on `line`'s server with the clock centred; returns at once when
+/// [`require`] finds no such server.
+fn on_line(line: Line, scenario: fn(Line, &str)) {
     centre_clock();
-    let Some(bin) = require("valkey") else {
-        return;
+    let name = match line {
+        Line::Valkey => "valkey",
+        Line::Redis86 => "redis 8.6",
     };
-    for &case in CASES {
-        run(Line::Valkey, &bin, case);
+    if let Some(bin) = require(name) {
+        scenario(line, &bin);
     }
 }
 
-#[test]
-fn redis86_atomic_slot_migration() {
-    centre_clock();
-    let Some(bin) = require("redis 8.6") else {
-        return;
-    };
+/// Every case of [`CASES`] on `line`'s server `bin`.
+fn every_case(line: Line, bin: &str) {
     for &case in CASES {
-        run(Line::Redis86, &bin, case);
+        run(line, bin, case);
     }
 }
+
+/// Two tests running `$scenario` through [`on_line`]: `$valkey` on Valkey, `$redis86` on
+/// Redis 8.6.
+macro_rules! per_line {
+    ($scenario:ident: $valkey:ident, $redis86:ident) => {
+        #[test]
+        fn $valkey() {
+            on_line(Line::Valkey, $scenario);
+        }
+
+        #[test]
+        fn $redis86() {
+            on_line(Line::Redis86, $scenario);
+        }
+    };
+}
+
+per_line!(
+    every_case: valkey_atomic_slot_migration,
+    redis86_atomic_slot_migration
+);
 
 /// A slot holding a big sparse Bloom filter and a big sparse cuckoo filter (one item each,
 /// [`sparse_big_filters`], 192 MiB together) moves to another primary: the target's resident
@@ -885,18 +904,7 @@ fn sparse_filters_stay_sparse(line: Line, bin: &str) {
     assert!(after.is_ok(), "{line_text}");
 }
 
-#[test]
-fn valkey_sparse_filters_stay_sparse() {
-    centre_clock();
-    if let Some(bin) = require("valkey") {
-        sparse_filters_stay_sparse(Line::Valkey, &bin);
-    }
-}
-
-#[test]
-fn redis86_sparse_filters_stay_sparse() {
-    centre_clock();
-    if let Some(bin) = require("redis 8.6") {
-        sparse_filters_stay_sparse(Line::Redis86, &bin);
-    }
-}
+per_line!(
+    sparse_filters_stay_sparse: valkey_sparse_filters_stay_sparse,
+    redis86_sparse_filters_stay_sparse
+);

@@ -48,3 +48,25 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// A connection to [`redis_url`]'s server.
+pub fn connect() -> redis::RedisResult<redis::Connection> {
+    redis::Client::open(redis_url())?.get_connection()
+}
+
+/// Makes a fresh, empty filter at each of `keys`, whatever an earlier run left there: one
+/// pipeline of `DEL key` and `reserve key params…` per key (`reserve`: `BF.RESERVE` or
+/// `CF.RESERVE`; `params`: its parameters after the key, as one tuple).
+pub fn reserve_fresh(
+    con: &mut redis::Connection,
+    reserve: &str,
+    keys: impl IntoIterator<Item = String>,
+    params: impl redis::ToRedisArgs,
+) -> redis::RedisResult<()> {
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("DEL").arg(&key).ignore();
+        pipe.cmd(reserve).arg(&key).arg(&params).ignore();
+    }
+    pipe.exec(con)
+}

@@ -229,12 +229,7 @@ fn replay(run: &Run) -> Replayed {
         {
             continue;
         }
-        let args: Vec<Vec<u8>> = st["args_hex"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| unhex(a.as_str().unwrap()))
-            .collect();
+        let args = crate::common::json_hex_list(&st["args_hex"]);
         let c = if st["resp"].as_u64() == Some(3) {
             &mut c3
         } else {

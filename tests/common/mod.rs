@@ -665,6 +665,25 @@ pub fn cf_core_walk(cf: &redis_bf::bloom::cuckoo::Cuckoo) -> CfWalk {
     }
 }
 
+/// The bytes of a hex string, two digits a byte (panics on anything else: the fixture is
+/// wrong).
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The byte strings of a JSON array of hex strings, such as a fixture's `args_hex` (panics on
+/// anything else: the fixture is wrong).
+pub fn json_hex_list(v: &serde_json::Value) -> Vec<Vec<u8>> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v}"))
+        .iter()
+        .map(|a| unhex(a.as_str().expect("a JSON string")))
+        .collect()
+}
+
 /// The strings of a JSON array (panics on anything else: the fixture is wrong).
 pub fn json_strs(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
@@ -1048,6 +1067,18 @@ pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
         );
     }
     d
+}
+
+/// RedisBloom 8's recordings (made by RedisBloom 8.8.0 on Redis 8.0.6) and the Redis 8.0
+/// server to check against them, when both are here: the shared folder's
+/// `fixtures/redisbloom8/{sub}` (`sub` "": the folder itself), asserted to exist, and the
+/// binary of `server_or_skip("redis 8.0")`. None after a SKIP line when either is absent
+/// ([`shared_or_skip`], [`server_or_skip`]: a failure under their `BF_REQUIRE_*`).
+pub fn expect_redisbloom8(test: &str, sub: &str) -> Option<(PathBuf, String)> {
+    let base = shared_or_skip(test)?.join("fixtures/redisbloom8");
+    let dir = if sub.is_empty() { base } else { base.join(sub) };
+    assert!(dir.is_dir(), "{test}: {} is missing", dir.display());
+    Some((dir, server_or_skip("redis 8.0", test)?))
 }
 
 /// One field of `INFO <section>`, trimmed; panics when the server does not report it.

@@ -35,8 +35,8 @@ macro_rules! for_each_scenario {
 pub(crate) use for_each_scenario;
 
 use crate::common::{
-    free_port, raw_command, scandump, server_command, show_args, split_args, step_lines,
-    value_text, Args, Server,
+    free_port, json_hex_list, raw_command, scandump, server_command, show_args, split_args,
+    step_lines, value_text, Args, Server,
 };
 use redis::{Connection, FromRedisValue, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1982,12 +1982,6 @@ pub fn command_metadata_as_redisbloom8(bin: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/redisbloom8/replies/bf-commands.json");
     let battery: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let unhex = |s: &str| -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    };
     let (mut compared, mut fails) = (0, Vec::new());
     for step in battery["steps"].as_array().unwrap() {
         let display = step["display"].as_str().unwrap();
@@ -1997,16 +1991,11 @@ pub fn command_metadata_as_redisbloom8(bin: &str) {
         {
             continue;
         }
-        let args: Vec<Vec<u8>> = step["args_hex"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| unhex(a.as_str().unwrap()))
-            .collect();
+        let args = json_hex_list(&step["args_hex"]);
         let args: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         let resp3 = step["resp"] == 3;
         let parse = |raw: &[u8]| redis::parse_redis_value(raw).expect("a RESP reply");
-        let mut want = parse(&unhex(step["reply_hex"].as_str().unwrap()));
+        let mut want = parse(&crate::common::unhex(step["reply_hex"].as_str().unwrap()));
         with_our_key_flags(display, &mut want);
         for (_, applies, adjust) in METADATA_EXCEPTIONS {
             if applies(&facts) {

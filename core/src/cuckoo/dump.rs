@@ -251,7 +251,7 @@ pub fn apply_chunk(cf: &mut Cuckoo, pos: i64, data: &[u8]) -> Result<(), ChunkRe
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Cuckoo, Insert};
+    use super::super::{insert_new, Cuckoo};
     use super::*;
 
     fn limits() -> HeaderLimits {
@@ -263,12 +263,7 @@ mod tests {
     #[test]
     fn walk_and_reload_give_the_same_filter() {
         let mut cf = Cuckoo::new(64, 2, 20, 2, u64::MAX).unwrap();
-        for i in 0..400u32 {
-            assert_eq!(
-                cf.insert(format!("w{i}").as_bytes(), false, u64::MAX),
-                Insert::Inserted
-            );
-        }
+        insert_new(&mut cf, "w", 400);
         let Scan::Header(h) = scan(&cf, 0) else {
             panic!()
         };

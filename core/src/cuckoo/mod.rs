@@ -525,12 +525,18 @@ impl Cuckoo {
         }
     }
 
-    /// Bucket counts of the sub-filters, oldest first.
-    pub fn bucket_counts(&self) -> impl Iterator<Item = u64> + '_ {
+    /// Each sub-filter with its shape, oldest first.
+    #[inline]
+    fn shaped(&self) -> impl Iterator<Item = (&SubFilter, Shape)> + '_ {
         self.filters
             .iter()
             .enumerate()
-            .map(|(i, f)| self.shape_of(i, f).buckets)
+            .map(|(i, f)| (f, self.shape_of(i, f)))
+    }
+
+    /// Bucket counts of the sub-filters, oldest first.
+    pub fn bucket_counts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.shaped().map(|(_, shape)| shape.buckets)
     }
 
     /// Bytes of the next sub-filter growth would add (None when it cannot be added).
@@ -567,10 +573,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::contains`] of a prepared lookup.
     pub fn contains_lookup(&self, l: &Lookup) -> bool {
-        self.filters
-            .iter()
-            .enumerate()
-            .any(|(i, f)| f.has(l, self.shape_of(i, f)))
+        self.shaped().any(|(f, shape)| f.has(l, shape))
     }
 
     /// How many slots hold the item's fingerprint in its two buckets of every sub-filter
@@ -581,11 +584,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::count`] of a prepared lookup.
     pub fn count_lookup(&self, l: &Lookup) -> u64 {
-        self.filters
-            .iter()
-            .enumerate()
-            .map(|(i, f)| f.count(l, self.shape_of(i, f)))
-            .sum()
+        self.shaped().map(|(f, shape)| f.count(l, shape)).sum()
     }
 
     /// Adds one copy of the item (`CF.ADD`; `unique`: `CF.ADDNX`, which adds nothing when
@@ -1011,6 +1010,17 @@ fn next_occupied(data: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// Test help: inserts `{prefix}0` .. `{prefix}{n-1}` into `cf`, asserting each is new.
+#[cfg(test)]
+pub(crate) fn insert_new(cf: &mut Cuckoo, prefix: &str, n: u32) {
+    for i in 0..n {
+        assert_eq!(
+            cf.insert(format!("{prefix}{i}").as_bytes(), false, u64::MAX),
+            Insert::Inserted
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1079,12 +1089,7 @@ mod tests {
     fn add_check_delete_count() {
         let mut cf = Cuckoo::new(1000, 2, 20, 1, u64::MAX).unwrap();
         assert_eq!(cf.buckets(), 512);
-        for i in 0..300u32 {
-            assert_eq!(
-                cf.insert(format!("i{i}").as_bytes(), false, u64::MAX),
-                Insert::Inserted
-            );
-        }
+        insert_new(&mut cf, "i", 300);
         for i in 0..300u32 {
             assert!(cf.contains(format!("i{i}").as_bytes()));
         }
@@ -1119,12 +1124,7 @@ mod tests {
     #[test]
     fn growth_and_compaction() {
         let mut cf = Cuckoo::new(64, 2, 20, 1, u64::MAX).unwrap();
-        for i in 0..300u32 {
-            assert_eq!(
-                cf.insert(format!("c{i}").as_bytes(), false, u64::MAX),
-                Insert::Inserted
-            );
-        }
+        insert_new(&mut cf, "c", 300);
         let grown = cf.filters.len();
         assert!(grown > 4, "{grown}");
         for i in 0..200u32 {

@@ -72,7 +72,8 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
     }
     let mut filters: Vec<SubFilter> = Vec::new();
     let buckets_log2 = super::log2_of_buckets(buckets);
-    let shape = Cuckoo {
+    // The header's fields, then the sub-filters read against its shape.
+    let mut cuckoo = Cuckoo {
         buckets_log2,
         items,
         deletes,
@@ -87,7 +88,7 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         } else {
             r.read_unsigned()?
         };
-        if Some(n) != shape.buckets_of(i as usize) {
+        if Some(n) != cuckoo.buckets_of(i as usize) {
             return Err(DecodeError);
         }
         let data = r.read_bytes()?;
@@ -97,15 +98,8 @@ pub fn load(r: &mut impl ValueReader, encver: i32) -> Result<Cuckoo, DecodeError
         filters.try_reserve(1).map_err(|_| DecodeError)?;
         filters.push(SubFilter::from_data(data.into_boxed_slice()));
     }
-    Ok(Cuckoo {
-        buckets_log2,
-        items,
-        deletes,
-        bucket_size,
-        max_iterations,
-        expansion,
-        filters: filters.into_boxed_slice(),
-    })
+    cuckoo.filters = filters.into_boxed_slice();
+    Ok(cuckoo)
 }
 
 fn valid_buckets(n: u64) -> bool {
