@@ -314,7 +314,7 @@ fn loading_after_redisbloom_is_refused_with_a_plain_log_line() {
 fn a_module_older_than_a_source_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let r = root.path();
-    for d in ["src/module", "core/src"] {
+    for d in ["src/module", "core/src/bloom"] {
         std::fs::create_dir_all(r.join(d)).unwrap();
     }
     let files = [
