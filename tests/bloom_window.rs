@@ -1003,6 +1003,55 @@ fn each_script_and_transaction_takes_the_time_afresh() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// A window read early in a script or transaction does not fix its time: an add made after
+/// the server was held for twice the window counts from when it was made, not from the read,
+/// so it is present right after. On every server.
+#[test]
+fn a_read_before_a_wait_does_not_age_a_later_add() {
+    let script = format!(
+        "redis.call('BF.EXISTS', KEYS[1], 'q'); {HOLD} hold(tonumber(ARGV[2])); \
+        return redis.call('BF.ADD', KEYS[1], ARGV[1])"
+    );
+    let mut wrong = Vec::new();
+    for (name, bin) in common::servers() {
+        let (_server, mut con) = clock_server(&bin);
+        for case in ["MULTI/EXEC", "EVAL"] {
+            let _: i64 = common::cmd("DEL w").query(&mut con).unwrap();
+            reserve(&mut con, "w", 0.01, 1000, SHORT_WINDOW);
+            let mut p = redis::pipe();
+            if case == "EVAL" {
+                p.cmd("EVAL")
+                    .arg(&script)
+                    .arg(1)
+                    .arg("w")
+                    .arg("b")
+                    .arg(PAUSE_MS);
+            } else {
+                p.cmd("MULTI").ignore();
+                p.cmd("BF.EXISTS").arg("w").arg("q").ignore();
+                push_step(&mut p, Step::DebugSleep);
+                p.cmd("BF.ADD").arg("w").arg("b").ignore();
+                p.cmd("EXEC");
+            }
+            p.cmd("BF.EXISTS").arg("w").arg("b");
+            let replies: Vec<Value> = p.query(&mut con).unwrap();
+            // EXEC answers [0, OK, add]; the script, the add alone.
+            let added = match &replies[0] {
+                Value::Array(a) => add_answer(a.last().unwrap()),
+                v => add_answer(v),
+            };
+            let answers = (added, add_answer(&replies[1]));
+            if answers != (1, 1) {
+                wrong.push(format!(
+                    "{name}: {case}: add {}, then BF.EXISTS w b {} (want 1, 1)",
+                    answers.0, answers.1
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Waits (up to 10 s) until client `id` is held by `CLIENT PAUSE` (flag `b` in CLIENT LIST).
 fn wait_postponed(control: &mut Connection, id: i64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -78,10 +78,11 @@ static FROZEN_MS: AtomicU64 = AtomicU64::new(0);
 /// one script answers 1 however long the script runs), and taken afresh for the next one, even
 /// in the same pipeline or event-loop iteration.
 ///
-/// The module freezes it itself (`FROZEN_MS`): the first window command inside a script,
-/// function or `EXEC` reads the system clock and keeps it (never earlier, so an add is never
-/// recorded before it was made). Three things forget it, so that no top-level command reuses
-/// another's time:
+/// The module freezes it itself (`FROZEN_MS`): the first window *write* inside a script,
+/// function or `EXEC` reads the system clock and keeps it, so an add is never recorded before
+/// it was made; reads before it see the moving clock ([`read_now`]: never later than the time
+/// the write then keeps, so time never goes backwards inside one), reads after it the kept
+/// time. Three things forget it, so that no top-level command reuses another's time:
 /// - the command filter of [`register_clock`], when a client's `EXEC`, `EVAL`, `EVALSHA`,
 ///   `EVAL_RO`, `EVALSHA_RO`, `FCALL` or `FCALL_RO` is about to run outside any script or
 ///   transaction (the only signal on Redis 7.0);
@@ -111,16 +112,32 @@ fn command_stamp() -> u64 {
 /// The [`command_stamp`] of the command that took `FROZEN_MS`.
 static FROZEN_STAMP: AtomicU64 = AtomicU64::new(0);
 
-/// [`now_ms`] for a command whose context flags are `flags` (read once by the caller).
+/// [`now_ms`] for a write whose context flags are `flags` (read once by the caller): inside a
+/// script or transaction, the kept time, taken now if none is.
 pub fn now_with(flags: ContextFlags) -> u64 {
+    clock(flags, true)
+}
+
+/// The time a read asks at, for a command whose context flags are `flags`: inside a script or
+/// transaction, the time its first write kept, else (no write yet, or outside any) the system
+/// clock — without keeping it, so that a read early in a long script does not make a later add
+/// count as made when the read ran.
+pub fn read_now(flags: ContextFlags) -> u64 {
+    clock(flags, false)
+}
+
+/// [`now_with`] (`keep`: take and keep the time if none is kept) and [`read_now`].
+fn clock(flags: ContextFlags, keep: bool) -> u64 {
     let base = if flags.intersects(ContextFlags::LUA | ContextFlags::MULTI) {
         let stamp = command_stamp();
         match FROZEN_MS.load(Ordering::Relaxed) {
             frozen if frozen != 0 && stamp == FROZEN_STAMP.load(Ordering::Relaxed) => frozen,
             _ => {
                 let now = system_ms();
-                FROZEN_MS.store(now, Ordering::Relaxed);
-                FROZEN_STAMP.store(stamp, Ordering::Relaxed);
+                if keep {
+                    FROZEN_MS.store(now, Ordering::Relaxed);
+                    FROZEN_STAMP.store(stamp, Ordering::Relaxed);
+                }
                 now
             }
         }
@@ -226,7 +243,7 @@ unsafe extern "C" fn forget_at_top_level(fctx: *mut raw::RedisModuleCommandFilte
 }
 
 /// The generation a read asks the filter at: on a primary, the later of the filter's own and
-/// the clock's ([`now_ms`]), so items that aged out while no write came are forgotten at once;
+/// the clock's ([`read_now`]), so items that aged out while no write came are forgotten at once;
 /// on a replica, the filter's own generation, the one its primary's writes carried. A replica
 /// therefore forgets an item when its primary's next write moves the filter past it, never
 /// earlier than its primary, whatever the replica's clock says (a clock ahead of the
@@ -236,7 +253,7 @@ pub fn read_generation(ctx: &Context, w: &Window) -> u64 {
     if flags.contains(ContextFlags::SLAVE) {
         w.generation
     } else {
-        w.generation_at(now_with(flags))
+        w.generation_at(read_now(flags))
     }
 }
 
