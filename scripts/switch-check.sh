@@ -6,7 +6,10 @@
 #   scripts/switch-check.sh [redis-cli options]
 #   scripts/switch-check.sh -h 10.0.0.5 -p 6380 --user admin --pass secret --tls --cacert ca.pem
 #
-# The options (host, port, password, TLS, ...) go to redis-cli as they are; it needs nothing but
+# The connection options (-h, -p, -s, -u, -a, --user, --pass, --askpass, --no-auth-warning, --tls,
+# --sni, --cacert, --cacertdir, --cert, --key, --tls-ciphers, --tls-ciphersuites, --insecure) go to
+# redis-cli as they are, and only those (one that changes what redis-cli sends or prints, such as
+# -r, -i, -n, -3 or --csv, is refused: the check reads every database itself); it needs nothing but
 # redis-cli (any version from 6.0) and bash. It runs `SCAN cursor COUNT n TYPE <type>` (n = 1000,
 # SWITCH_CHECK_COUNT to change it), one bounded call at a time, never KEYS. In a cluster, run it
 # against every primary.
@@ -15,6 +18,25 @@
 # some exist (keep RedisBloom on this server, or move or remove those keys first); 2 when the
 # check could not be made (connection, authentication, an error reply).
 set -uo pipefail
+
+fail() {
+  echo "switch-check: $*" >&2
+  exit 2
+}
+
+# Only connection options reach redis-cli.
+args=("$@")
+i=0
+while [ "$i" -lt "${#args[@]}" ]; do
+  case "${args[$i]}" in
+    -h | -p | -s | -u | -a | --user | --pass | --sni | --cacert | --cacertdir | --cert | --key | \
+      --tls-ciphers | --tls-ciphersuites)
+      [ $((i + 1)) -lt "${#args[@]}" ] || fail "${args[$i]} needs a value"
+      i=$((i + 2)) ;;
+    --askpass | --no-auth-warning | --tls | --insecure) i=$((i + 1)) ;;
+    *) fail "${args[$i]}: not a connection option of redis-cli this check passes on (see the top of $0)" ;;
+  esac
+done
 
 count="${SWITCH_CHECK_COUNT:-1000}"
 shown="${SWITCH_CHECK_SHOW:-5}"
@@ -29,11 +51,6 @@ families=(
   "TopK-TYPE|Top-K|TOPK.*"
   "TDIS-TYPE|T-Digest|TDIGEST.*"
 )
-
-fail() {
-  echo "switch-check: $*" >&2
-  exit 2
-}
 
 # `INFO keyspace` names the databases that hold keys (db0:keys=...).
 info="$("${cli[@]}" INFO keyspace 2>"$errs")"

@@ -254,6 +254,18 @@ fn check_script_lists_the_keys_of_each_family_per_database() {
         // No server there: exit 2.
         let (code, _, err) = switch_check(free_port(), &[]);
         assert_eq!(code, 2, "{name}: no server: {err}");
+        // An option that is not a connection option (-r 3 repeated each SCAN and counted its
+        // keys three times): refused, exit 2, nothing sent.
+        for (more, want) in [
+            (&["-r", "3"][..], "-r: not a connection option"),
+            (&["-n", "5"][..], "-n: not a connection option"),
+            (&["--csv"][..], "--csv: not a connection option"),
+            (&["--user"][..], "--user needs a value"),
+        ] {
+            let (code, out, err) = switch_check(bare.port, more);
+            assert_eq!((code, out.as_str()), (2, ""), "{name}: {more:?}: {err}");
+            assert!(err.contains(want), "{name}: {more:?}: {err}");
+        }
     }
 }
 
