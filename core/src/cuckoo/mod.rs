@@ -260,25 +260,11 @@ impl SubFilter {
         self.data
     }
 
-    /// A pointer to its table, for moving the table elsewhere unchanged (active defrag, then
-    /// [`SubFilter::replace_data`]); bytes written through it would not be marked in the
-    /// occupancy map.
-    pub fn table_ptr(&mut self) -> *mut u8 {
-        self.data.as_mut_ptr()
-    }
-
     /// Its table itself, for moving it elsewhere unchanged (active defrag moves the block and
     /// puts a box of the same length and bytes in its place); the occupancy map stays as it is,
     /// so nothing may be written through it, nor its length changed.
     pub fn table_to_move(&mut self) -> &mut Box<[u8]> {
         &mut self.data
-    }
-
-    /// Puts `data`, a table holding the same bytes (the same table moved elsewhere, as active
-    /// defrag does), in place of its table; returns the old one.
-    pub fn replace_data(&mut self, data: Box<[u8]>) -> Box<[u8]> {
-        debug_assert_eq!(data.len(), self.data.len());
-        std::mem::replace(&mut self.data, data)
     }
 
     /// A copy of this sub-filter whose table is `data`, a copy of its table made by the caller
