@@ -11,8 +11,8 @@
 mod common;
 
 use common::{
-    attach_replica, batched, cf_info, cf_scandump, info_num, proc_vm_bytes, scandump,
-    scandump_with, Server,
+    attach_replica, batched, cf_info, cf_scandump, info_num, scandump, scandump_with, server_rss,
+    Server,
 };
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -20,11 +20,6 @@ use std::time::{Duration, Instant};
 const MIB: u64 = 1 << 20;
 
 /// The server process' resident set (VmRSS), in bytes.
-fn rss(con: &mut Connection) -> u64 {
-    let pid = info_num(con, "server", "process_id");
-    proc_vm_bytes(pid, "VmRSS")
-}
-
 fn bf_info(con: &mut Connection, key: &str, field: &str) -> u64 {
     let v: Vec<Value> = redis::cmd("BF.INFO")
         .arg(key)
@@ -51,9 +46,9 @@ fn cf_insert(con: &mut Connection, key: &str, prefix: &str, range: std::ops::Ran
 
 /// Runs `step` and prints how much `used_memory` and the resident set grew; returns both.
 fn growth(con: &mut Connection, what: &str, step: impl FnOnce(&mut Connection)) -> (u64, u64) {
-    let (rss0, used0) = (rss(con), info_num(con, "memory", "used_memory"));
+    let (rss0, used0) = (server_rss(con), info_num(con, "memory", "used_memory"));
     step(con);
-    let (rss1, used1) = (rss(con), info_num(con, "memory", "used_memory"));
+    let (rss1, used1) = (server_rss(con), info_num(con, "memory", "used_memory"));
     let (used, resident) = (used1.saturating_sub(used0), rss1.saturating_sub(rss0));
     println!(
         "{what}: used_memory +{} MiB, RSS +{} KiB",
@@ -136,14 +131,20 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     let mut con = s.conn();
 
     // BF.RESERVE: ~857 MiB of bit array.
-    let (rss0, used0) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let (rss0, used0) = (
+        server_rss(&mut con),
+        info_num(&mut con, "memory", "used_memory"),
+    );
     let _: () = common::cmd("BF.RESERVE big 0.001")
         .arg(500_000_000u64)
         .query(&mut con)
         .unwrap();
     let bytes = info_num(&mut con, "bf", "bf_bytes");
     assert!(bytes > 800 * MIB, "bit array of {bytes} bytes");
-    let (rss1, used1) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let (rss1, used1) = (
+        server_rss(&mut con),
+        info_num(&mut con, "memory", "used_memory"),
+    );
     println!(
         "BF.RESERVE of {} MiB: used_memory +{} MiB, RSS +{} KiB",
         bytes / MIB,
@@ -159,7 +160,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
 
     // Setting bits touches pages: 2000 items × 10 hashes land on ~20 000 distinct pages.
     madd(&mut con, "big", "item", 0..2000);
-    let rss2 = rss(&mut con);
+    let rss2 = server_rss(&mut con);
     println!("2000 items set: RSS +{} MiB", (rss2 - rss1) / MIB);
     assert!(rss2 - rss1 >= 40 * MIB, "RSS did not grow as bits were set");
 
@@ -176,7 +177,7 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     }
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 1);
     let (rss3, used3, bytes3) = (
-        rss(&mut con),
+        server_rss(&mut con),
         info_num(&mut con, "memory", "used_memory"),
         info_num(&mut con, "bf", "bf_bytes"),
     );
@@ -185,7 +186,10 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         .unwrap();
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 2);
     let layer = info_num(&mut con, "bf", "bf_bytes") - bytes3;
-    let (rss4, used4) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let (rss4, used4) = (
+        server_rss(&mut con),
+        info_num(&mut con, "memory", "used_memory"),
+    );
     println!(
         "growth into a {} MiB layer: used_memory +{} MiB, RSS +{} KiB",
         layer / MIB,
@@ -199,13 +203,19 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     // A LOADCHUNK header creates the whole chain; the chunks fill it later.
     let chunks = scandump(&mut con, b"big");
     let (iter, header) = &chunks[0];
-    let (rss5, used5) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let (rss5, used5) = (
+        server_rss(&mut con),
+        info_num(&mut con, "memory", "used_memory"),
+    );
     let _: () = common::cmd("BF.LOADCHUNK copy")
         .arg(*iter)
         .arg(header.as_slice())
         .query(&mut con)
         .unwrap();
-    let (rss6, used6) = (rss(&mut con), info_num(&mut con, "memory", "used_memory"));
+    let (rss6, used6) = (
+        server_rss(&mut con),
+        info_num(&mut con, "memory", "used_memory"),
+    );
     println!(
         "LOADCHUNK header: used_memory +{} MiB, RSS +{} KiB",
         (used6 - used5) / MIB,
@@ -685,7 +695,7 @@ fn untouched_arrays_still_count_against_the_machine() {
     }
     // Bytes per item at 0.01 are 9.585 bits / 8 (layer sizing); 32% of the machine each.
     let capacity = (total as f64 * 0.32 / (9.585_058 / 8.0)) as u64;
-    let rss_before = rss(&mut con);
+    let rss_before = server_rss(&mut con);
     for (key, ok) in [("m1", true), ("m2", true), ("m3", false)] {
         let r: redis::RedisResult<String> = redis::cmd("BF.RESERVE")
             .arg(key)
@@ -703,7 +713,7 @@ fn untouched_arrays_still_count_against_the_machine() {
         }
     }
     assert!(info_num(&mut con, "memory", "used_memory") > total * 6 / 10);
-    assert!(rss(&mut con) < rss_before + 64 * MIB);
+    assert!(server_rss(&mut con) < rss_before + 64 * MIB);
     let _: i64 = redis::cmd("DEL")
         .arg("m1")
         .arg("m2")
