@@ -146,6 +146,15 @@ pub struct Values {
 }
 
 impl Values {
+    /// The values `save` writes into an empty stream, to be read from the front (for tests:
+    /// `Values::saved(|v| save(&chain, v))`).
+    #[cfg(test)]
+    pub(crate) fn saved(save: impl FnOnce(&mut Values)) -> Values {
+        let mut v = Values::default();
+        save(&mut v);
+        v
+    }
+
     fn next(&mut self) -> Result<Value, DecodeError> {
         let v = self.values.get(self.pos).cloned().ok_or(DecodeError)?;
         self.pos += 1;
@@ -202,8 +211,7 @@ mod tests {
     #[test]
     fn round_trip_v4() {
         let c = sample();
-        let mut v = Values::default();
-        save(&c, &mut v);
+        let mut v = Values::saved(|v| save(&c, v));
         assert_eq!(v.values.len(), 4 + 8 * 2);
         assert_eq!(load(&mut v, 4).unwrap(), c);
     }
@@ -211,8 +219,7 @@ mod tests {
     #[test]
     fn older_versions_omit_fields() {
         let c = sample();
-        let mut v = Values::default();
-        save(&c, &mut v);
+        let v = Values::saved(|v| save(&c, v));
         // encver 3: no growth field → growth defaults to 2.
         let mut v3 = v.clone();
         v3.values.remove(3);
@@ -229,8 +236,7 @@ mod tests {
     #[test]
     fn rejects_bad_values() {
         let c = sample();
-        let mut good = Values::default();
-        save(&c, &mut good);
+        let good = Values::saved(|v| save(&c, v));
         assert_eq!(load(&mut good.clone(), 5), Err(DecodeError));
         // Truncated anywhere.
         for n in 0..good.values.len() {
@@ -260,8 +266,7 @@ mod tests {
         assert_eq!(load(&mut v, 4), Err(DecodeError));
         // More layers than MAX_LAYERS, even when every one of them is there.
         let one = Chain::new(1, 0.5, 1, false, u64::MAX).unwrap();
-        let mut v = Values::default();
-        save(&one, &mut v);
+        let v = Values::saved(|v| save(&one, v));
         let layer = v.values[4..].to_vec();
         for (n, ok) in [(MAX_LAYERS, true), (MAX_LAYERS + 1, false)] {
             let mut many = v.clone();

@@ -1161,8 +1161,7 @@ mod tests {
     #[test]
     fn rdb_round_trip_and_rejections() {
         let w = sample();
-        let mut v = Values::default();
-        save(&w, &mut v);
+        let v = Values::saved(|v| save(&w, v));
         let mut r = v.clone();
         assert_eq!(load(&mut r, ENCODING_VERSION).unwrap(), w);
         assert_eq!(load(&mut v.clone(), 2), Err(DecodeError));
@@ -1207,8 +1206,7 @@ mod tests {
                 ok,
                 "{window_ms} {g}"
             );
-            let mut v = Values::default();
-            save(&w, &mut v);
+            let mut v = Values::saved(|v| save(&w, v));
             assert_eq!(
                 load(&mut v, ENCODING_VERSION).is_ok(),
                 ok,

@@ -1173,8 +1173,7 @@ mod tests {
         for it in &items[30..] {
             assert!(cf.contains(it.as_bytes()), "{it} lost after compaction");
         }
-        let mut w = crate::rdb::Values::default();
-        rdb::save(&cf, &mut w);
+        let mut w = crate::rdb::Values::saved(|v| rdb::save(&cf, v));
         assert_eq!(rdb::load(&mut w, rdb::ENCODING_VERSION).unwrap(), cf);
     }
 
@@ -1316,8 +1315,7 @@ mod tests {
             cf.items = 1 << 40; // so deletions do not compact every time
             cf = match round % 4 {
                 0 => {
-                    let mut w = crate::rdb::Values::default();
-                    rdb::save(&cf, &mut w);
+                    let mut w = crate::rdb::Values::saved(|v| rdb::save(&cf, v));
                     rdb::load(&mut w, rdb::ENCODING_VERSION).unwrap()
                 }
                 1 => through_loadchunk(&cf),

@@ -118,8 +118,7 @@ mod tests {
             cf.insert(format!("r{i}").as_bytes(), false, u64::MAX);
         }
         cf.delete(b"r1");
-        let mut w = Values::default();
-        save(&cf, &mut w);
+        let w = Values::saved(|v| save(&cf, v));
         let back = load(&mut w.clone(), ENCODING_VERSION).unwrap();
         assert_eq!(back, cf);
         for cut in 0..w.values.len() {
@@ -164,8 +163,7 @@ mod tests {
         let cf = super::super::dump::decode_header(&h, limits, u64::MAX).unwrap();
         let sizes: Vec<u64> = cf.bucket_counts().collect();
         assert_eq!(sizes, [4, 12, 36]);
-        let mut w = Values::default();
-        save(&cf, &mut w);
+        let w = Values::saved(|v| save(&cf, v));
         assert_eq!(load(&mut w.clone(), ENCODING_VERSION).unwrap(), cf);
         // The first count stays a power of two, and the second is 3 × the first.
         for (first, second) in [(6u64, 18u64), (8, 4), (8, 16), (8, 25)] {
