@@ -412,24 +412,80 @@ pub fn refresh_redis8_texts() {
     }
 }
 
-extern "C" fn redis8_get(
+/// A table of string configs served by one pair of callbacks ([`table_get`], [`table_set`]):
+/// each config's privdata is its index in the table. Two tables: Redis 8's Bloom configs
+/// ([`Redis8Table`]) and the cuckoo configs ([`CfTable`]).
+trait StringTable {
+    /// The slot holding the text config `index` shows.
+    fn held(index: usize) -> &'static AtomicPtr<raw::RedisModuleString>;
+    /// The text of config `index`'s current value, for a get when the slot holds none.
+    fn current(index: usize) -> String;
+    /// Checks and stores `text` as config `index`'s value; the refusal's message.
+    fn set(index: usize, text: &[u8]) -> Result<(), String>;
+}
+
+/// The get callback of every config of table `T`.
+extern "C" fn table_get<T: StringTable>(
     _name: *const c_char,
     privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     let index = privdata as usize;
-    held_text(&REDIS8_HELD[index], || current_text(index))
+    held_text(T::held(index), || T::current(index))
 }
 
-extern "C" fn redis8_set(
+/// The set callback of every config of table `T`.
+extern "C" fn table_set<T: StringTable>(
     _name: *const c_char,
     val: *mut raw::RedisModuleString,
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let index = privdata as usize;
-    let text = RedisString::string_as_slice(val);
-    let r = set_redis8(index, text).map(|shown| hold(&REDIS8_HELD[index], &shown));
+    let r = T::set(privdata as usize, RedisString::string_as_slice(val));
     set_status(r, err)
+}
+
+/// Registers config `index` of table `T` as `name` (default `default`, `flags`): Err names the
+/// config (`shown`) when the server refuses it.
+fn register_in_table<T: StringTable>(
+    ctx: &Context,
+    register: RegisterString,
+    index: usize,
+    (name, default, flags): (&'static CStr, &'static CStr, u32),
+    shown: &str,
+) -> Result<(), String> {
+    // SAFETY: called during OnLoad with the module's context; the name and default are
+    // static C strings; privdata is the config's index, never dereferenced.
+    let status = unsafe {
+        register(
+            ctx.get_raw(),
+            name.as_ptr(),
+            default.as_ptr(),
+            flags,
+            Some(table_get::<T>),
+            Some(table_set::<T>),
+            None,
+            index as *mut c_void,
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not register the config {shown}"));
+    }
+    Ok(())
+}
+
+/// Redis 8's Bloom configs ([`REDIS8_CONFIGS`]).
+struct Redis8Table;
+
+impl StringTable for Redis8Table {
+    fn held(index: usize) -> &'static AtomicPtr<raw::RedisModuleString> {
+        &REDIS8_HELD[index]
+    }
+    fn current(index: usize) -> String {
+        current_text(index)
+    }
+    fn set(index: usize, text: &[u8]) -> Result<(), String> {
+        set_redis8(index, text).map(|shown| hold(&REDIS8_HELD[index], &shown))
+    }
 }
 
 /// Redis 8's registration: RedisBloom 8's three Bloom configs (see [`REDIS8_CONFIGS`]) and five
@@ -441,23 +497,8 @@ fn register_redis8(
     register: RegisterString,
 ) -> Result<(), String> {
     for (index, (name, shown, default)) in REDIS8_CONFIGS.iter().enumerate() {
-        // SAFETY: called during OnLoad with the module's context; the name and default are
-        // static C strings; privdata is the config's index, never dereferenced.
-        let status = unsafe {
-            register(
-                ctx.get_raw(),
-                name.as_ptr(),
-                default.as_ptr(),
-                raw::REDISMODULE_CONFIG_UNPREFIXED,
-                Some(redis8_get),
-                Some(redis8_set),
-                None,
-                index as *mut c_void,
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not register the config {shown}"));
-        }
+        let flags = raw::REDISMODULE_CONFIG_UNPREFIXED;
+        register_in_table::<Redis8Table>(ctx, register, index, (name, default, flags), shown)?;
     }
     register_cf(ctx, register, true)?;
     register_i64_configuration(
@@ -621,37 +662,36 @@ fn cf_store(index: usize, v: i64) {
     }
 }
 
-extern "C" fn cf_get(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
-    let index = privdata as usize;
-    held_text(&CF_HELD[index], || {
-        CF_VALUES[index].load(Ordering::Relaxed).to_string()
-    })
-}
+/// The cuckoo configs ([`CF_CONFIGS`]).
+struct CfTable;
 
-extern "C" fn cf_set(
-    _name: *const c_char,
-    val: *mut raw::RedisModuleString,
-    privdata: *mut c_void,
-    err: *mut *mut raw::RedisModuleString,
-) -> c_int {
-    let index = privdata as usize;
-    let spec = &CF_CONFIGS[index];
-    // The name in messages: RedisBloom 8's on Redis 8 (as it words them), else the only one.
-    let name = if super::server::is_redis8() {
-        spec.name.to_string()
-    } else {
-        format!("bf.{}", spec.name)
-    };
-    let r = cf_check(spec.config, RedisString::string_as_slice(val), &cf_values())
-        .map(|v| cf_store(index, v))
-        .map_err(|refusal| match refusal {
-            CfRefusal::Invalid => format!("Invalid value for `{name}`"),
-            CfRefusal::Range(min, i64::MAX) => format!("Value for `{name}` must be at least {min}"),
-            CfRefusal::Range(min, max) => {
-                format!("Value for `{name}` must be in the range [{min}, {max}]")
-            }
-        });
-    set_status(r, err)
+impl StringTable for CfTable {
+    fn held(index: usize) -> &'static AtomicPtr<raw::RedisModuleString> {
+        &CF_HELD[index]
+    }
+    fn current(index: usize) -> String {
+        CF_VALUES[index].load(Ordering::Relaxed).to_string()
+    }
+    fn set(index: usize, text: &[u8]) -> Result<(), String> {
+        let spec = &CF_CONFIGS[index];
+        // The name in messages: RedisBloom 8's on Redis 8 (as it words them), else the only one.
+        let name = if super::server::is_redis8() {
+            spec.name.to_string()
+        } else {
+            format!("bf.{}", spec.name)
+        };
+        cf_check(spec.config, text, &cf_values())
+            .map(|v| cf_store(index, v))
+            .map_err(|refusal| match refusal {
+                CfRefusal::Invalid => format!("Invalid value for `{name}`"),
+                CfRefusal::Range(min, i64::MAX) => {
+                    format!("Value for `{name}` must be at least {min}")
+                }
+                CfRefusal::Range(min, max) => {
+                    format!("Value for `{name}` must be in the range [{min}, {max}]")
+                }
+            })
+    }
 }
 
 /// Registers [`CF_CONFIGS`] (see there for the names on each server line).
@@ -662,23 +702,7 @@ fn register_cf(ctx: &Context, register: RegisterString, redis8: bool) -> Result<
         } else {
             (spec.prefixed, raw::REDISMODULE_CONFIG_DEFAULT)
         };
-        // SAFETY: called during OnLoad with the module's context; the name and default are
-        // static C strings; privdata is the config's index, never dereferenced.
-        let status = unsafe {
-            register(
-                ctx.get_raw(),
-                name.as_ptr(),
-                spec.default.as_ptr(),
-                flags,
-                Some(cf_get),
-                Some(cf_set),
-                None,
-                index as *mut c_void,
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not register the config {}", spec.name));
-        }
+        register_in_table::<CfTable>(ctx, register, index, (name, spec.default, flags), spec.name)?;
     }
     Ok(())
 }
