@@ -34,21 +34,21 @@ struct Family {
     commands: &'static str,
 }
 
-const CMS: Family = Family {
-    type_name: "CMSk-TYPE",
-    what: "Count-Min sketch",
-    commands: "CMS.*",
-};
-const TOPK: Family = Family {
-    type_name: "TopK-TYPE",
-    what: "Top-K",
-    commands: "TOPK.*",
-};
-const TDIGEST: Family = Family {
-    type_name: "TDIS-TYPE",
-    what: "T-Digest",
-    commands: "TDIGEST.*",
-};
+impl Family {
+    /// RedisBloom's family of type `type_name`, whose values the docs call `what`, with the
+    /// commands `commands`.
+    const fn new(type_name: &'static str, what: &'static str, commands: &'static str) -> Self {
+        Family {
+            type_name,
+            what,
+            commands,
+        }
+    }
+}
+
+const CMS: Family = Family::new("CMSk-TYPE", "Count-Min sketch", "CMS.*");
+const TOPK: Family = Family::new("TopK-TYPE", "Top-K", "TOPK.*");
+const TDIGEST: Family = Family::new("TDIS-TYPE", "T-Digest", "TDIGEST.*");
 
 /// The method table of a placeholder: `rdb_load` refuses every value after logging; the rest
 /// never runs (no value of the type is ever created), so it is a no-op.
