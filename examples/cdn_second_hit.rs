@@ -18,13 +18,12 @@
 
 mod common;
 
-use common::{connect, memory_usage, Rng};
+use common::{connect, memory_usage, Rng, DAY_MS};
 use std::collections::HashSet;
 use std::error::Error;
 
 const SEEN: &str = "edge:seen";
 const SEEN_SET: &str = "edge:seen:set";
-const DAY_MS: u64 = 86_400_000;
 const ONE_HIT_PAGES: usize = 150_000;
 const POPULAR_PAGES: usize = 50_000;
 /// Requests per pipeline.

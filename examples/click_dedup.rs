@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::{connect, memory_usage, Rng};
+use common::{connect, memory_usage, Rng, DAY_MS};
 use redis_bf::bloom::window::memory_comparison;
 use std::collections::{HashMap, HashSet};
 use std::error::Error;
@@ -36,8 +36,6 @@ const SEEN: &str = "clicks:seen";
 const SEEN_SET: &str = "clicks:seen:set";
 const PER_AD: &str = "clicks:per_ad";
 const UNIQUE_EVENTS: usize = 200_000;
-/// The de-duplication window: one day, in milliseconds.
-const DAY_MS: u64 = 86_400_000;
 /// Production rate: 10 000 events/s, so 864 million ids a day.
 const IDS_PER_DAY: u64 = 864_000_000;
 /// Dedup, count and acknowledge one event atomically. KEYS: filter, per-ad hash, stream;

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{connect, reserve_fresh, Rng};
+use common::{connect_fresh, Rng};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
@@ -24,9 +24,6 @@ const VISITS: usize = 25;
 const CANDIDATES: usize = 60;
 const SHOWN_PER_VISIT: usize = 10;
 const ARTICLES: u64 = 50_000;
-/// Per-user filter: sized for 100 articles, grows (expansion 2) for heavy readers.
-const CAPACITY: u64 = 100;
-const ERROR: f64 = 0.001;
 
 /// An article id, skewed towards popular (low) ids: roughly a power law.
 fn article(rng: &mut Rng) -> u64 {
@@ -34,21 +31,23 @@ fn article(rng: &mut Rng) -> u64 {
     ((ARTICLES as f64) * u * u * u) as u64
 }
 
+/// Per-user filter: sized for 100 articles, grows (expansion 2) for heavy readers.
+const CAPACITY: u64 = 100;
+const ERROR: f64 = 0.001;
+
+/// The key of `user`'s filter.
 fn key(user: usize) -> String {
     format!("feed:seen:{user}")
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut con = connect()?;
-    let mut rng = Rng(7);
-
     // Fresh per-user filters.
-    reserve_fresh(
-        &mut con,
+    let mut con = connect_fresh(
         "BF.RESERVE",
         (0..USERS).map(key),
         (ERROR, CAPACITY, "EXPANSION", 2),
     )?;
+    let mut rng = Rng(7);
 
     let t = Instant::now();
     let mut truth: Vec<HashSet<u64>> = vec![HashSet::new(); USERS];

@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{connect, memory_usage, reserve_fresh, Rng};
+use common::{connect_fresh, memory_usage, Rng};
 use redis_bf::bloom::cuckoo::{dump, Cuckoo};
 use std::collections::HashSet;
 use std::error::Error;
@@ -32,23 +32,26 @@ const USERS: u64 = 20_000;
 const EVENTS: usize = 400_000;
 /// Share of events that un-like something the user liked before.
 const UNLIKE_SHARE: f64 = 0.3;
-/// Feed pages viewed, each showing the like state of `PAGE` posts for its user.
-const PAGES: usize = 20_000;
-const PAGE: usize = 20;
 /// Events per pipeline.
 const BATCH: usize = 2_000;
+
+/// The key of `post`'s filter.
+fn key(post: u64) -> String {
+    format!("likes:post:{post}")
+}
+
 /// Initial capacity of each post's filter.
 const CAPACITY: u64 = 256;
 /// Fingerprint values (1-255).
 const FINGERPRINTS: f64 = 255.0;
 
-fn key(post: u64) -> String {
-    format!("likes:post:{post}")
-}
-
 fn user(u: u64) -> String {
     format!("user:{u}")
 }
+
+/// Feed pages viewed, each showing the like state of `PAGE` posts for its user.
+const PAGES: usize = 20_000;
+const PAGE: usize = 20;
 
 /// A post, skewed: post p is chosen with weight 1 / (p + 1) (Zipf, s = 1).
 fn skewed_post(rng: &mut Rng, cumulative: &[f64]) -> u64 {
@@ -60,15 +63,12 @@ fn skewed_post(rng: &mut Rng, cumulative: &[f64]) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut con = connect()?;
-    let mut rng = Rng(0x11ce5);
-
-    reserve_fresh(
-        &mut con,
+    let mut con = connect_fresh(
         "CF.RESERVE",
         (0..POSTS).map(key),
         (CAPACITY, "EXPANSION", 2),
     )?;
+    let mut rng = Rng(0x11ce5);
 
     let mut weights = Vec::with_capacity(POSTS as usize);
     let mut acc = 0.0;

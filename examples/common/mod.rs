@@ -1,4 +1,5 @@
-//! What the examples share: the server address, a key's memory as the server counts it, and a
+//! What the examples share: the server address and a connection to it, fresh filters at the
+//! keys an example uses, a key's memory as the server counts it, one day in milliseconds, and a
 //! small deterministic PRNG, so every run prints the same figures. Each example uses part of it.
 #![allow(dead_code)]
 
@@ -7,6 +8,10 @@
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
 }
+
+/// One day in milliseconds: the window of a day-window filter (`BF.RESERVE key error capacity
+/// WINDOW 86400000`).
+pub const DAY_MS: u64 = 86_400_000;
 
 /// `MEMORY USAGE key SAMPLES 0`: the bytes the server counts for `key`, every element
 /// measured.
@@ -69,4 +74,16 @@ pub fn reserve_fresh(
         pipe.cmd(reserve).arg(&key).arg(&params).ignore();
     }
     pipe.exec(con)
+}
+
+/// A connection to [`redis_url`]'s server with a fresh, empty filter at each of `keys`
+/// ([`reserve_fresh`]): how the examples with one filter per user or post start.
+pub fn connect_fresh(
+    reserve: &str,
+    keys: impl IntoIterator<Item = String>,
+    params: impl redis::ToRedisArgs,
+) -> redis::RedisResult<redis::Connection> {
+    let mut con = connect()?;
+    reserve_fresh(&mut con, reserve, keys, params)?;
+    Ok(con)
 }
