@@ -8,10 +8,13 @@
 //! cargo run --release --example sizing -- 5000000 0.001 4   # one plan: capacity, error, expansion
 //! cargo run --release --example sizing -- 5000000 0.001 NONSCALING
 //! cargo run --release --example sizing -- 864000000 0.001 2 WINDOW 86400000   # a window filter
+//! cargo run --release --example sizing -- families          # Bloom / cuckoo / Ribbon (builds 1e8)
 //! ```
 
 use redis_bf::bloom::chain::{CHAIN_OVERHEAD, LAYER_OVERHEAD, TIGHTENING_RATIO};
+use redis_bf::bloom::cuckoo::{FILTER_RECORD_BYTES, SUB_FILTER_RECORD_BYTES};
 use redis_bf::bloom::layer::{LayerParams, OPT_FORCE64, OPT_NOROUND, OPT_NO_SCALING};
+use redis_bf::bloom::ribbon::{build, item_hash, Shape};
 use std::fmt::Write;
 
 /// Options of filters made by commands: exact bit counts, 64-bit hash.
@@ -66,7 +69,7 @@ fn human(bytes: u64) -> String {
 }
 
 /// A number with thin thousands separators (1,000,000).
-fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -248,11 +251,82 @@ pub fn window_plan(capacity: u64, error: f64, growth: u32, ms: u64) -> String {
     s
 }
 
+/// Set sizes of the family table (docs/sizing.md, "Bloom, cuckoo or Ribbon").
+pub const FAMILY_SIZES: [u64; 3] = [100_000, 10_000_000, 100_000_000];
+
+/// Error rates of the family table.
+pub const FAMILY_ERRORS: [f64; 3] = [0.01, 0.001, 0.0001];
+
+/// Bytes of a Ribbon filter's bumped list of `count` hashes, as the core holds it: 8 per
+/// hash and a directory of 2^⌈log2 count⌉ + 1 (at least 3) u32 entries; nothing when empty.
+pub fn ribbon_bumped_bytes(count: u64) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    8 * count + 4 * (count.next_power_of_two().max(2) + 1)
+}
+
+/// Builds the Ribbon filter of `item:0` … `item:{n−1}` at `error` with the core and returns
+/// how many items it bumped (kept exactly) and its bytes ([`redis_bf::bloom::ribbon::Ribbon::bytes`]).
+pub fn ribbon_of_items(n: u64, error: f64) -> (u64, u64) {
+    let hashes = (0..n)
+        .map(|i| item_hash(format!("item:{i}").as_bytes()))
+        .collect();
+    let ribbon = build(hashes, error).expect("a valid error rate");
+    (ribbon.bumped().len() as u64, ribbon.bytes())
+}
+
+/// The Bloom / cuckoo / Ribbon table of docs/sizing.md for the sets `item:0` … `item:{n−1}`.
+/// `bumped(n, error)` gives the Ribbon filter's bumped count for that set (the program builds
+/// it with [`ribbon_of_items`]); everything else is computed here from the sizing code:
+/// Bloom, a NONSCALING filter of capacity n at the rate (`BF.INFO Size`); cuckoo, the
+/// smallest single table of bucket size 2 whose fill estimate 2n / (255 × buckets) is at most
+/// the rate (`CF.INFO Size`); Ribbon, [`Shape::for_items`]' solution plus the bumped list.
+pub fn families(bumped: &mut dyn FnMut(u64, f64) -> u64) -> String {
+    let mut s = String::new();
+    let w = &mut s;
+    writeln!(w, "| items n | error rate ε | log2(1/ε) | Bloom (NONSCALING): bytes, bits per item | cuckoo (bucket size 2): `CF.RESERVE` capacity, bytes, bits per item | Ribbon: bytes (bumped items), bits per item | Ribbon over log2(1/ε) | Ribbon / Bloom |").unwrap();
+    writeln!(w, "|---:|---:|---:|---|---|---|---:|---:|").unwrap();
+    for n in FAMILY_SIZES {
+        for error in FAMILY_ERRORS {
+            let minimum = (1.0 / error).log2();
+            let bloom = info_size(&layers(n, error, None, 0));
+            let buckets = ((2.0 * n as f64 / (255.0 * error)).ceil() as u64).next_power_of_two();
+            let cuckoo = FILTER_RECORD_BYTES + SUB_FILTER_RECORD_BYTES + 2 * buckets;
+            let count = bumped(n, error);
+            let shape = Shape::for_items(n, error).expect("a valid shape");
+            let ribbon = shape.bytes() + ribbon_bumped_bytes(count);
+            let bits = |bytes: u64| bytes as f64 * 8.0 / n as f64;
+            writeln!(
+                w,
+                "| {} | {error} | {minimum:.2} | {} ({}), {:.2} | {}, {} ({}), {:.2} | {} ({}; {}), {:.2} | +{:.1} % | {:.2} |",
+                thousands(n),
+                thousands(bloom),
+                human(bloom),
+                bits(bloom),
+                thousands(2 * buckets),
+                thousands(cuckoo),
+                human(cuckoo),
+                bits(cuckoo),
+                thousands(ribbon),
+                human(ribbon),
+                thousands(count),
+                bits(ribbon),
+                100.0 * (bits(ribbon) / minimum - 1.0),
+                ribbon as f64 / bloom as f64,
+            )
+            .unwrap();
+        }
+    }
+    s
+}
+
 /// What the program accepts.
 #[allow(dead_code)]
 const USAGE: &str = "usage: sizing                                   the tables of docs/sizing.md
        sizing CAPACITY [ERROR [EXPANSION|NONSCALING]]  one filter's layers as it fills
        sizing CAPACITY ERROR EXPANSION WINDOW MS       a window filter's memory
+       sizing families                                 the Bloom / cuckoo / Ribbon table
 (ERROR defaults to 0.01, EXPANSION to 2)";
 
 /// One plan from the command line, or what is wrong with it.
@@ -323,6 +397,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() {
         print!("{}", report());
+        return;
+    }
+    if args[0] == "families" {
+        print!("{}", families(&mut |n, error| ribbon_of_items(n, error).0));
         return;
     }
     if args[0] == "-h" || args[0] == "--help" {

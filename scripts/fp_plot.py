@@ -29,7 +29,15 @@ bound, 2 x b / 255 per sub-filter (two buckets of b one-byte fingerprints, 255 f
 values), and with the estimate from the filter's real fill, 2 x items / (255 x buckets per
 sub-filter). Writes docs/fp-rates-cuckoo.csv and docs/fp-rates-cuckoo.png.
 
-Usage: scripts/fp_plot.sh [--probes N] [--out-dir DIR] [--parts fill,window,cuckoo]   (the wrapper
+Ribbon filters (RF.*) are measured on the core, without a server: `cargo run --release -p
+redis-bf-core --example ribbon_fp` builds filters of 100,000 and 1,000,000 items for asked
+error rates from 0.5 to 0.00005 and asks each about at least --ribbon-probes never-added items
+(1,000,000; more at small rates, about 1,000 expected false positives, at most 10,000,000).
+Writes docs/fp-rates-ribbon.csv (the measured rate with its 95% Wilson interval, the rate the
+filter's shape gives, bits per item and log2(1/error)) and the figure's bottom row: measured
+vs asked rate, and bits per item beside a Bloom filter's and the minimum.
+
+Usage: scripts/fp_plot.sh [--probes N] [--out-dir DIR] [--parts fill,window,cuckoo,ribbon]   (the wrapper
 makes a venv with redis and matplotlib; a part left out is read back from its CSV for the
 figure). Environment: BF_MODULE (module path, default target/release/libredis_bf.so),
 REDIS_SERVER (server binary).
@@ -406,6 +414,79 @@ def forget_summary(rows):
     return out
 
 
+def measure_ribbon(least_probes):
+    """The Ribbon series, from the core (core/examples/ribbon_fp.rs), with 95% intervals."""
+    out = subprocess.run(
+        ["cargo", "run", "--release", "--quiet", "-p", "redis-bf-core", "--example", "ribbon_fp",
+         "--", str(least_probes)],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    rows = []
+    for row in csv.DictReader(out.splitlines()):
+        n, probes, fp = int(row["n"]), int(row["probes"]), int(row["false_positives"])
+        low, high = wilson(fp, probes)
+        rows.append({
+            "n": n, "error": float(row["error"]), "expected": float(row["expected"]),
+            "bits_per_item": float(row["bits_per_item"]),
+            "minimum_bits": float(row["minimum_bits"]), "bumped": int(row["bumped"]),
+            "probes": probes, "false_positives": fp, "measured": fp / probes,
+            "ci95_low": low, "ci95_high": high,
+        })
+        show_ribbon(rows[-1])
+    return rows
+
+
+def show_ribbon(x):
+    print(f"ribbon n {x['n']} error {x['error']}: measured {x['measured']:.6f} "
+          f"[{x['ci95_low']:.6f}, {x['ci95_high']:.6f}] on {x['probes']} probes, shape "
+          f"{x['expected']:.6f}, {x['bits_per_item']:.3f} bits per item", flush=True)
+
+
+def plot_ribbon(axes, rows):
+    """Bottom row: Ribbon filters, measured / asked rate against the asked rate, and bits per
+    item."""
+    colors = {100000: "tab:purple", 1000000: "tab:olive"}
+    ax = axes[0]
+    for n, color in colors.items():
+        pts = sorted((x for x in rows if x["n"] == n), key=lambda x: x["error"])
+        if not pts:
+            continue
+        xs = [p["error"] * (0.96 if n == min(colors) else 1.04) for p in pts]
+        ax.errorbar(xs, [p["measured"] / p["error"] for p in pts],
+                    yerr=[[(p["measured"] - p["ci95_low"]) / p["error"] for p in pts],
+                          [(p["ci95_high"] - p["measured"]) / p["error"] for p in pts]],
+                    color=color, marker="o", markersize=4, capsize=2, linewidth=1.2,
+                    label=f"RF.BUILD of {n:,} items: measured (95% CI)")
+    pts = sorted((x for x in rows if x["n"] == max(colors)), key=lambda x: x["error"])
+    ax.plot([p["error"] for p in pts], [p["expected"] / p["error"] for p in pts], color="gray",
+            linestyle=":", linewidth=1.5, label="the filter's shape: its expected rate (0.95 e)")
+    ax.axhline(1.0, color="dimgray", linestyle="--", linewidth=2, label="asked error rate e")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_ylim(0.85, 1.15)
+    ax.set_title("Ribbon filters (RF.BUILD key ERROR e): measured / asked false-positive rate")
+    ax.set_xlabel("asked error rate e (>= 1e6 never-added probes a point, ~1000 false positives)")
+    ax.set_ylabel("measured rate / e")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax = axes[1]
+    pts = sorted((x for x in rows if x["n"] == max(colors)), key=lambda x: x["error"])
+    xs = [p["error"] for p in pts]
+    ax.plot(xs, [p["bits_per_item"] for p in pts], color="tab:olive", marker="o",
+            markersize=4, label="Ribbon: measured bits per item (1,000,000 items)")
+    ax.plot(xs, [p["minimum_bits"] / math.log(2) for p in pts], color="tab:blue",
+            linestyle="-.", label="Bloom filter (one layer): log2(1/e) / ln 2")
+    ax.plot(xs, [p["minimum_bits"] for p in pts], color="dimgray", linestyle="--",
+            label="minimum: log2(1/e)")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_title("Memory: bits per item at the asked rate")
+    ax.set_xlabel("asked error rate e")
+    ax.set_ylabel("bits per item")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+
+
 def write_csv(rows, path):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -416,6 +497,9 @@ def write_csv(rows, path):
                       "first_tick_age", "documented", "overcounted", "overcount_mean"):
                 if k in row:
                     out[k] = f"{row[k]:.6f}"
+            if "expected" in row:  # Ribbon rows: rates down to 5e-5 keep 8 decimals
+                for k in ("measured", "ci95_low", "ci95_high", "expected"):
+                    out[k] = f"{row[k]:.8f}"
             if "fill" in row:
                 out["fill"] = f"{row['fill']:.2f}" if "bucket_size" in row else f"{row['fill']:.1f}"
             if "windows" in row:
@@ -451,7 +535,7 @@ def measured_line(ax, xs, pts, color, marker, linewidth, label, alpha=0.1):
             linewidth=linewidth, label=label)
 
 
-def plot(rows, window_rows, path, probes, final_probes):
+def plot(rows, window_rows, ribbon_rows, path, probes, final_probes):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -463,7 +547,7 @@ def plot(rows, window_rows, path, probes, final_probes):
         "EXPANSION 4": ("tab:green", "^"),
         "NONSCALING": ("black", "D"),
     }
-    nrows = 2 if window_rows else 1
+    nrows = 1 + bool(window_rows) + bool(ribbon_rows)
     fig, grid = plt.subplots(nrows, len(ERRORS), figsize=(14, 6 * nrows), squeeze=False)
     for ax, error in zip(grid[0], ERRORS):
         for config, (color, marker) in styles.items():
@@ -497,12 +581,14 @@ def plot(rows, window_rows, path, probes, final_probes):
         ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     if window_rows:
         plot_window(grid[1], window_rows)
+    if ribbon_rows:
+        plot_ribbon(grid[nrows - 1], ribbon_rows)
     fig.suptitle(
-        "redis-bf: measured false-positive rate; top: filters filling up, bottom: window filters "
-        "over time (shaded: 95% interval of each measurement)",
+        "redis-bf: measured false-positive rates (shaded or bars: 95% intervals); top: Bloom "
+        "filters filling up; middle: window filters over time; bottom: Ribbon filters",
         fontsize=12,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     fig.savefig(path, dpi=110)
 
 
@@ -532,6 +618,21 @@ def plot_window(axes, rows):
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
 
 
+def measure_with_server(parts, args):
+    """The parts that need a server (fill, window, cuckoo), on one server of our own."""
+    tmp = tempfile.mkdtemp(prefix="redis-bf-fp-")
+    proc, r = start_server(tmp)
+    try:
+        rows = measure(r, args.probes, args.final_probes) if "fill" in parts else []
+        window_rows = measure_window(r, args.window_probes) if "window" in parts else []
+        cuckoo_rows = measure_cuckoo(r, args.probes) if "cuckoo" in parts else []
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows, window_rows, cuckoo_rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--probes", type=int, default=20000, help="probes per step (20000)")
@@ -544,35 +645,37 @@ def main():
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "docs"))
     ap.add_argument(
         "--parts",
-        default="fill,window,cuckoo",
+        default="fill,window,cuckoo,ribbon",
         help="what to measure, comma-separated: fill (filters filling up), window (window "
-        "filters over time), cuckoo (cuckoo filters filling up); default all three. A part "
-        "left out is read back from its CSV in --out-dir",
+        "filters over time), cuckoo (cuckoo filters filling up), ribbon (Ribbon filters, on "
+        "the core); default all four. A part left out is read back from its CSV in --out-dir",
     )
     ap.add_argument("--window-probes", type=int, default=30000,
                     help="window filters: probes per tick (30000)")
+    ap.add_argument("--ribbon-probes", type=int, default=1000000,
+                    help="Ribbon filters: the least probes per point (1000000)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if not parts or not parts <= {"fill", "window", "cuckoo"}:
-        sys.exit("--parts takes fill, window and cuckoo, comma-separated")
-    if not os.path.exists(MODULE):
+    if not parts or not parts <= {"fill", "window", "cuckoo", "ribbon"}:
+        sys.exit("--parts takes fill, window, cuckoo and ribbon, comma-separated")
+    server_parts = parts & {"fill", "window", "cuckoo"}
+    if server_parts and not os.path.exists(MODULE):
         sys.exit(f"module not found: {MODULE} (cargo build --release, or set BF_MODULE)")
     os.makedirs(args.out_dir, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="redis-bf-fp-")
-    proc, r = start_server(tmp)
+    ribbon_csv_path = os.path.join(args.out_dir, "fp-rates-ribbon.csv")
+    ribbon_rows = measure_ribbon(args.ribbon_probes) if "ribbon" in parts else []
+    if ribbon_rows:
+        write_csv(ribbon_rows, ribbon_csv_path)
+    else:
+        ribbon_rows = read_csv(ribbon_csv_path)
+    rows, window_rows, cuckoo_rows = [], [], []
+    if server_parts:
+        rows, window_rows, cuckoo_rows = measure_with_server(parts, args)
     csv_path = os.path.join(args.out_dir, "fp-rates.csv")
     window_csv_path = os.path.join(args.out_dir, "fp-rates-window.csv")
     png_path = os.path.join(args.out_dir, "fp-rates.png")
     cuckoo_csv_path = os.path.join(args.out_dir, "fp-rates-cuckoo.csv")
     cuckoo_png_path = os.path.join(args.out_dir, "fp-rates-cuckoo.png")
-    try:
-        rows = measure(r, args.probes, args.final_probes) if "fill" in parts else []
-        window_rows = measure_window(r, args.window_probes) if "window" in parts else []
-        cuckoo_rows = measure_cuckoo(r, args.probes) if "cuckoo" in parts else []
-    finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
     if rows:
         write_csv(rows, csv_path)
     else:
@@ -587,11 +690,15 @@ def main():
         over = [x for x in cuckoo_rows if x["ci95_low"] > x["documented"]]
         print(f"wrote {cuckoo_png_path}; cuckoo points: {len(cuckoo_rows)}, whole 95% interval "
               f"above the documented bound at {len(over)}")
-    if not parts & {"fill", "window"}:
+    if not parts & {"fill", "window", "ribbon"}:
         return  # only the cuckoo part was measured: the Bloom figure stays as it is
     if not rows:
         sys.exit(f"no fill measurements: run with --parts fill first ({csv_path} is missing)")
-    plot(rows, window_rows, png_path, args.probes, args.final_probes)
+    plot(rows, window_rows, ribbon_rows, png_path, args.probes, args.final_probes)
+    over = [x for x in ribbon_rows if x["measured"] > x["error"]]
+    signif = [x for x in ribbon_rows if x["ci95_low"] > x["error"]]
+    print(f"ribbon points: {len(ribbon_rows)}; measured above the asked rate at {len(over)}, "
+          f"with the whole 95% interval above at {len(signif)}")
     print(f"wrote {png_path} and the CSV files of the parts measured ({', '.join(sorted(parts))})")
     for error, load, kept, gone, worst in forget_summary(window_rows):
         over = " OVER" if worst > error else ""

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Measure and plot redis-bf's false-positive rates (scripts/fp_plot.py): builds the module if
 # needed, makes a Python venv under target/fp-plot-venv with redis and matplotlib from PyPI, and
-# writes docs/fp-rates.csv and docs/fp-rates.png. Arguments go to fp_plot.py (--probes N,
-# --out-dir DIR).
+# writes docs/fp-rates.csv and docs/fp-rates.png (and the CSVs of the window, cuckoo and Ribbon
+# parts). Arguments go to fp_plot.py (--probes N, --out-dir DIR, --parts fill,window,cuckoo,ribbon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
