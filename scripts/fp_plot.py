@@ -459,7 +459,7 @@ def plot_ribbon(axes, rows):
                     label=f"RF.BUILD of {n:,} items: measured (95% CI)")
     pts = sorted((x for x in rows if x["n"] == max(colors)), key=lambda x: x["error"])
     ax.plot([p["error"] for p in pts], [p["expected"] / p["error"] for p in pts], color="gray",
-            linestyle=":", linewidth=1.5, label="the filter's shape: its expected rate (0.95 e)")
+            linestyle=":", linewidth=1.5, label="the filter's shape: its expected rate (0.9 e)")
     ax.axhline(1.0, color="dimgray", linestyle="--", linewidth=2, label="asked error rate e")
     ax.set_xscale("log")
     ax.invert_xaxis()

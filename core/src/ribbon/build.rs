@@ -52,7 +52,7 @@ impl From<ShapeError> for BuildError {
 /// Work: O(n log n) to sort, at most 128 row operations per item, O(slots × columns) to
 /// solve. Memory while it runs: the hashes (8 bytes each) and the band, 20 bytes per slot (a
 /// 128-bit coefficient row and a 32-bit result per slot), besides the result.
-/// Errors: [`BuildError::Shape`] for an error rate outside (0, 1) or below 2^−32 / 0.95, or a
+/// Errors: [`BuildError::Shape`] for an error rate outside (0, 1) or below 2^−32 / 0.9, or a
 /// shape too large; [`BuildError::TooManyItems`].
 pub fn build(mut hashes: Vec<u64>, error_rate: f64) -> Result<Ribbon, BuildError> {
     hashes.sort_unstable();
