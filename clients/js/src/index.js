@@ -1148,3 +1148,347 @@ function toCfPosition(it, allowZero = false) {
 export { CF_HEADER_BYTES, CF_DEFAULT_MAX_EXPANSION };
 
 export { OPT_NOROUND, OPT_ENTS_IS_BITS, OPT_FORCE64, OPT_NO_SCALING, DEFAULT_MAX_BYTES, MAX_LAYERS };
+
+// ---------------------------------------------------------------------------------------------
+// Ribbon filters (RF.*)
+//
+// Format (docs/format.md "Ribbon filters"; what RF.SCANDUMP returns): the first pair is
+// (1, header), 49 bytes little endian: u8 version (1), f64 error rate, u64 items, u64 blocks,
+// u32 r (columns of the lower blocks), u64 upper_start (the first block with r + 1 columns),
+// u32 seed, u64 bumped hashes. Every later pair is (next iterator, bytes): a run of the body,
+// which starts at body position `next - len` (1-based) and must follow the previous run. The
+// body is the solution, block after block, each column as two u64 (low half first; bit t is
+// slot 128·block + t), then the bumped hashes, increasing; every word a u64 little endian.
+//
+// An item's hash is h = MurmurHash64A(item, 0xc6a4a7935bd1e995). Its start slot is
+// s = (h × (slots − 127)) >> 64; with fmix64 the MurmurHash3 finalizer, k = fmix64(h XOR
+// (seed × 0x9e3779b97f4a7c15)), coefficients c = (fmix64(k XOR 0x5851f42d4c957f2d) << 64 | k)
+// | 1 (128 bits), result b = the low 32 bits of fmix64(k XOR 0x14057b7ef767814f). The item is
+// present when, for each column j of block s / 128, the parity of the column's 128 slots from s
+// ANDed with c is bit j of b, or when h is one of the bumped hashes.
+
+/** Bytes of an RF.SCANDUMP header. */
+const RF_HEADER_BYTES = 49;
+/** The copy form's version. */
+const RF_VERSION = 1;
+/** Most distinct items a filter is built from (2^32 − 2). */
+const RF_MAX_ITEMS = 2n ** 32n - 2n;
+/** Most columns of a block. */
+const RF_MAX_RESULT_BITS = 32;
+/** Most u64 words of a solution (2^58). */
+const RF_MAX_WORDS = 2n ** 58n;
+/** Little-endian platform (every JS engine in use): the body is read in place as u32 words. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+// fmix64 multipliers as 32-bit halves (signed, for Math.imul) and low halves unsigned.
+const F1H = 0xff51afd7 | 0;
+const F1L = 0xed558ccd | 0;
+const F1LU = 0xed558ccd;
+const F2H = 0xc4ceb9fe | 0;
+const F2L = 0x1a85ec53 | 0;
+const F2LU = 0x1a85ec53;
+
+/** The high 32 bits of a × b for unsigned 32-bit a, b (exact, from 16-bit pieces). */
+function mulhi32(a, b) {
+  const t = (a & 0xffff) * b;
+  const u = (a >>> 16) * b + Math.floor(t / 65536);
+  return Math.floor(u / 65536) >>> 0;
+}
+
+/** fmix64 of (hi:lo) → OUT (high word, low word). */
+function fmix64(hi, lo) {
+  lo = (lo ^ (hi >>> 1)) >>> 0;
+  let h = (mulhi32(lo, F1LU) + Math.imul(lo, F1H) + Math.imul(hi, F1L)) >>> 0;
+  let l = Math.imul(lo, F1L) >>> 0;
+  l = (l ^ (h >>> 1)) >>> 0;
+  const h2 = (mulhi32(l, F2LU) + Math.imul(l, F2H) + Math.imul(h, F2L)) >>> 0;
+  const l2 = Math.imul(l, F2L) >>> 0;
+  OUT[0] = h2;
+  OUT[1] = (l2 ^ (h2 >>> 1)) >>> 0;
+}
+
+/** Parity of a 32-bit word. */
+function parity32(x) {
+  x ^= x >>> 16;
+  x ^= x >>> 8;
+  x ^= x >>> 4;
+  return (0x6996 >>> (x & 0xf)) & 1;
+}
+
+/** The 64-bit words of `view` at byte `at`: [high, low] as unsigned 32-bit numbers. */
+function u64Halves(view, at) {
+  return [view.getUint32(at + 4, true), view.getUint32(at, true)];
+}
+
+/**
+ * A Ribbon filter rebuilt from an RF.SCANDUMP walk; read-only. Built with its header
+ * ({@link RibbonFilter.decodeHeader}) and filled by its body chunks in order
+ * ({@link RibbonFilter#applyChunk}); it answers only once the whole body has arrived, so a
+ * half-copied filter never answers a false "no".
+ */
+export class RibbonFilter {
+  /** @private */
+  constructor(errorRate, items, blocks, lowerBits, upperStart, seed, bumped, bodyBytes) {
+    /** The error rate the filter was built for (RF.INFO Error rate). */
+    this.errorRate = errorRate;
+    /** Distinct items it was built from (RF.CARD); a Number (at most 2^32 − 2). */
+    this.items = items;
+    /** Blocks of 128 slots. */
+    this.blocks = blocks;
+    /** Columns (result bits) of the lower blocks, r. */
+    this.lowerBits = lowerBits;
+    /** The first block with r + 1 columns (`blocks` when none has). */
+    this.upperStart = upperStart;
+    /** The seed its rows were derived with. */
+    this.seed = seed;
+    /** Hashes kept exactly (the items the band could not take). */
+    this.bumpedCount = bumped;
+    /** Bytes of the body: 8 per solution word and per bumped hash. */
+    this.byteLength = bodyBytes;
+    /** @private the body, written in order; its u32 view once complete */
+    this.body = new Uint8Array(bodyBytes);
+    /** @private body bytes received */
+    this.received = 0;
+    /** @private */
+    this.words32 = null;
+    /** @private u32 index of the first bumped hash */
+    this.bumpedAt = 0;
+    /** @private slots − 127, the number of start positions */
+    this.starts = blocks * 128 - 127;
+    // seed × 0x9e3779b97f4a7c15 mod 2^64, XORed into every hash.
+    const mix = (BigInt(seed) * 0x9e3779b97f4a7c15n) & U64_MAX;
+    /** @private */
+    this.mixHi = Number(mix >> 32n);
+    /** @private */
+    this.mixLo = Number(mix & 0xffffffffn);
+  }
+
+  /**
+   * Decodes a header (RF.SCANDUMP's data for iterator 0) with the checks of the server's
+   * loader, in its order, before allocating anything: 49 bytes, version 1, an error rate in
+   * (0, 1), at most 2^32 − 2 items and no more bumped hashes than items, at least one block, r
+   * ≥ 1, at most 32 columns in a block, `upper_start` ≤ blocks, a solution of at most 2^58
+   * words; then the body within `maxBytes`. The filter returned has an empty body, to be
+   * filled by {@link RibbonFilter#applyChunk}.
+   * @param {Uint8Array} data
+   * @param {{maxBytes?: number}} [opts] maxBytes: largest body accepted (default 1 GiB)
+   * @returns {RibbonFilter}
+   * @throws {ScandumpError} INVALID_HEADER, OUT_OF_MEMORY
+   */
+  static decodeHeader(data, opts = {}) {
+    const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+    checkMaxBytes(maxBytes);
+    data = toCfBytes(data, 'header');
+    const bad = (why) => new ScandumpError('INVALID_HEADER', `bad RF.SCANDUMP header: ${why}`);
+    if (data.length !== RF_HEADER_BYTES) throw bad(`${data.length} bytes, ${RF_HEADER_BYTES} expected`);
+    if (data[0] !== RF_VERSION) throw bad(`version ${data[0]}, ${RF_VERSION} expected`);
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const errorRate = view.getFloat64(1, true);
+    const items = view.getBigUint64(9, true);
+    const blocks = view.getBigUint64(17, true);
+    const lowerBits = view.getUint32(25, true);
+    const upperStart = view.getBigUint64(29, true);
+    const seed = view.getUint32(37, true);
+    const bumped = view.getBigUint64(41, true);
+    if (!(errorRate > 0 && errorRate < 1)) throw bad(`error rate ${errorRate} is not between 0 and 1`);
+    if (items > RF_MAX_ITEMS) throw bad(`${items} items, more than ${RF_MAX_ITEMS}`);
+    if (bumped > items) throw bad(`${bumped} bumped hashes, more than its ${items} items`);
+    const top = lowerBits + (upperStart < blocks ? 1 : 0);
+    if (blocks === 0n) throw bad('no blocks');
+    if (lowerBits === 0) throw bad('no result bits');
+    if (top > RF_MAX_RESULT_BITS) throw bad(`${top} columns in a block, more than ${RF_MAX_RESULT_BITS}`);
+    if (upperStart > blocks) throw bad(`upper blocks start at ${upperStart}, past the ${blocks} blocks`);
+    const words = 2n * (blocks * BigInt(lowerBits) + blocks - upperStart);
+    const bytes = (words + bumped) * 8n;
+    if (words > RF_MAX_WORDS || (maxBytes !== Infinity && bytes > BigInt(maxBytes))) {
+      throw new ScandumpError('OUT_OF_MEMORY',
+        `the body takes ${bytes} bytes, more than the limit of ${maxBytes} (option maxBytes)`);
+    }
+    if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ScandumpError('OUT_OF_MEMORY', `the body takes ${bytes} bytes, more than a JS array can hold`);
+    }
+    const filter = new RibbonFilter(errorRate, Number(items), Number(blocks), lowerBits, Number(upperStart), seed,
+      Number(bumped), Number(bytes));
+    filter.bumpedAt = Number(words) * 2;
+    return filter;
+  }
+
+  /** The body position (1-based) the next chunk must start at. */
+  get nextPosition() {
+    return this.received + 1;
+  }
+
+  /** Has the whole body arrived? */
+  get complete() {
+    return this.words32 !== null;
+  }
+
+  /**
+   * Copies the next body chunk in: `iter` is the iterator RF.SCANDUMP returned with it, so
+   * the chunk starts at body position `iter - len` (1-based), which must be
+   * {@link RibbonFilter#nextPosition}; chunks come in order, each once, none empty or past the
+   * body's end. The last one completes the body, whose bumped hashes must be strictly
+   * increasing. Nothing changes when it throws INVALID_POSITION or NOT_NUMERIC; after BAD_DATA
+   * the filter is not usable (as the server's loader, which is dropped).
+   * @param {number|bigint|string} iter
+   * @param {Uint8Array} data
+   * @throws {ScandumpError} NOT_NUMERIC, INVALID_POSITION, BAD_DATA
+   */
+  applyChunk(iter, data) {
+    data = toCfBytes(data, 'chunk');
+    let it;
+    try {
+      it = toIterator(iter, 'chunk');
+    } catch (e) {
+      if (e instanceof ScandumpError) e.message = e.message.replace('BF.LOADCHUNK', 'RF.LOADCHUNK');
+      throw e;
+    }
+    const len = data.length;
+    const at = typeof it === 'bigint' ? Number.NaN : it - len;
+    const rest = this.byteLength - this.received;
+    if (this.complete || at !== this.received + 1 || len === 0 || len > rest) {
+      const why = len === 0 ? 'an empty chunk' : len > rest ? `${len} bytes, ${rest} left in the body`
+        : `position ${typeof it === 'bigint' ? it - BigInt(len) : at}, not the next one (${this.received + 1})`;
+      throw new ScandumpError('INVALID_POSITION', `invalid RF.SCANDUMP chunk at iterator ${it}: ${why}`);
+    }
+    this.body.set(data, this.received);
+    this.received += len;
+    if (this.received === this.byteLength) this.finish();
+  }
+
+  /** The body is complete: checks the bumped hashes and makes the words readable. @private */
+  finish() {
+    const body = this.body;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    let prev = null;
+    for (let i = 0; i < this.bumpedCount; i++) {
+      const [hi, lo] = u64Halves(view, this.bumpedAt * 4 + 8 * i);
+      if (prev !== null && (hi < prev[0] || (hi === prev[0] && lo <= prev[1]))) {
+        throw new ScandumpError('BAD_DATA', `bumped hash ${i} is not above the one before it: not a Ribbon filter`);
+      }
+      prev = [hi, lo];
+    }
+    let words = new Uint32Array(body.buffer, body.byteOffset, body.byteLength >>> 2);
+    if (!LITTLE_ENDIAN) {
+      words = new Uint32Array(body.byteLength >>> 2);
+      for (let i = 0; i < words.length; i++) words[i] = view.getUint32(4 * i, true);
+    }
+    this.words32 = words;
+  }
+
+  /**
+   * Rebuilds a filter from a whole RF.SCANDUMP walk: the `[iterator, data]` pairs it returned,
+   * header first (iterator 1), then the body chunks in order; a final `[0, empty]` pair is
+   * ignored. Work and memory: O(B) for a body of B bytes (at most maxBytes, checked from the
+   * header before anything is allocated), O(1) per chunk.
+   * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer|null]>} chunks
+   * @param {{maxBytes?: number}} [opts] maxBytes: largest body accepted (default 1 GiB)
+   * @returns {RibbonFilter}
+   * @throws {ScandumpError} NOT_FOUND (the first pair is not the header), INVALID_HEADER,
+   *   OUT_OF_MEMORY, NOT_NUMERIC, INVALID_POSITION, BAD_DATA, INCOMPLETE
+   */
+  static fromScandump(chunks, opts = {}) {
+    let filter = null;
+    for (const pair of chunks) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError('each chunk must be an [iterator, data] pair');
+      const [it, raw] = pair;
+      const empty = raw === null || raw === undefined || (ArrayBuffer.isView(raw) && raw.byteLength === 0);
+      if (empty && (it === 0 || it === 0n || it === '0')) continue; // the end of the walk
+      if (filter === null) {
+        if (!(it === 1 || it === 1n || it === '1')) {
+          throw new ScandumpError('NOT_FOUND',
+            `the first pair must be the header (iterator 1), got iterator ${String(it)} (RF.LOADCHUNK of a chunk before its header would answer ERR not found)`);
+        }
+        filter = RibbonFilter.decodeHeader(raw, opts);
+        continue;
+      }
+      filter.applyChunk(it, raw);
+    }
+    if (filter === null) throw new ScandumpError('INCOMPLETE', 'no header: the RF.SCANDUMP walk is empty');
+    if (!filter.complete) {
+      throw new ScandumpError('INCOMPLETE',
+        `incomplete RF.SCANDUMP walk: body bytes from position ${filter.nextPosition} of ${filter.byteLength} are missing`);
+    }
+    return filter;
+  }
+
+  /**
+   * True when the item may be in the set the filter was built from (RF.EXISTS's 1); false
+   * means it certainly is not.
+   * @param {string|Uint8Array} item a string (hashed as UTF-8) or bytes
+   * @returns {boolean}
+   * @throws {ScandumpError} INCOMPLETE before the whole body has arrived
+   */
+  has(item) {
+    const w = this.words32;
+    if (w === null) {
+      throw new ScandumpError('INCOMPLETE', `the body is incomplete (${this.received} of ${this.byteLength} bytes): no answer`);
+    }
+    const len = encodeItem(item);
+    murmur64a(scratch, len, MH, ML);
+    const hh = OUT[0] >>> 0;
+    const hl = OUT[1] >>> 0;
+    // Start slot: the high 64 bits of h × starts.
+    const starts = this.starts;
+    let start;
+    if (starts < TWO32) {
+      const low = (Math.imul(hh, starts) >>> 0) + mulhi32(hl, starts);
+      start = mulhi32(hh, starts) + (low >= TWO32 ? 1 : 0);
+    } else {
+      start = Number(((((BigInt(hh) << 32n) | BigInt(hl)) * BigInt(starts)) >> 64n));
+    }
+    fmix64((hh ^ this.mixHi) >>> 0, (hl ^ this.mixLo) >>> 0);
+    const kh = OUT[0];
+    const kl = OUT[1];
+    fmix64((kh ^ 0x5851f42d) >>> 0, (kl ^ 0x4c957f2d) >>> 0);
+    const c3 = OUT[0];
+    const c2 = OUT[1];
+    fmix64((kh ^ 0x14057b7e) >>> 0, (kl ^ 0xf767814f) >>> 0);
+    const b = OUT[1];
+    const c0 = kl | 1;
+    const c1 = kh;
+    const block = Math.floor(start / 128);
+    const shift = start % 128;
+    const lower = this.lowerBits;
+    const upper = block >= this.upperStart;
+    const columns = lower + (upper ? 1 : 0);
+    const base = 4 * (block * lower + (upper ? block - this.upperStart : 0));
+    const q = shift >>> 5;
+    const r = shift & 31;
+    let solved = true;
+    for (let j = 0; j < columns && solved; j++) {
+      const at = base + 4 * j;
+      let x0, x1, x2, x3;
+      if (shift === 0) {
+        x0 = w[at]; x1 = w[at + 1]; x2 = w[at + 2]; x3 = w[at + 3];
+      } else {
+        // The 256 bits of this column then the same column of the next block, from `shift`.
+        const next = at + 4 * columns;
+        const word = (i) => (i < 4 ? w[at + i] : w[next + i - 4]);
+        const bits = (i) => (r === 0 ? word(q + i) : (word(q + i) >>> r) | (word(q + i + 1) << (32 - r)));
+        x0 = bits(0); x1 = bits(1); x2 = bits(2); x3 = bits(3);
+      }
+      if (parity32((x0 & c0) ^ (x1 & c1) ^ (x2 & c2) ^ (x3 & c3)) !== ((b >>> j) & 1)) solved = false;
+    }
+    return solved || this.isBumped(hh, hl);
+  }
+
+  /** Is (hi:lo) one of the bumped hashes? Binary search. @private */
+  isBumped(hi, lo) {
+    const w = this.words32;
+    let a = 0;
+    let z = this.bumpedCount;
+    while (a < z) {
+      const m = (a + z) >>> 1;
+      const at = this.bumpedAt + 2 * m;
+      const h = w[at + 1];
+      const l = w[at];
+      if (h === hi && l === lo) return true;
+      if (h < hi || (h === hi && l < lo)) a = m + 1;
+      else z = m;
+    }
+    return false;
+  }
+}
+
+export { RF_HEADER_BYTES };
