@@ -1177,6 +1177,12 @@ const RF_MAX_ITEMS = 2n ** 32n - 2n;
 const RF_MAX_RESULT_BITS = 32;
 /** Most u64 words of a solution (2^58). */
 const RF_MAX_WORDS = 2n ** 58n;
+/** The header's fields after the version: name, DataView getter, byte offset. */
+const RF_HEADER_FIELDS = [
+  ['errorRate', 'getFloat64', 1], ['items', 'getBigUint64', 9], ['blocks', 'getBigUint64', 17],
+  ['lowerBits', 'getUint32', 25], ['upperStart', 'getBigUint64', 29], ['seed', 'getUint32', 37],
+  ['bumped', 'getBigUint64', 41],
+];
 /** Little-endian platform (every JS engine in use): the body is read in place as u32 words. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
@@ -1227,36 +1233,30 @@ function u64Halves(view, at) {
  * half-copied filter never answers a false "no".
  */
 export class RibbonFilter {
-  /** @private */
-  constructor(errorRate, items, blocks, lowerBits, upperStart, seed, bumped, bodyBytes) {
-    /** The error rate the filter was built for (RF.INFO Error rate). */
-    this.errorRate = errorRate;
-    /** Distinct items it was built from (RF.CARD); a Number (at most 2^32 − 2). */
-    this.items = items;
-    /** Blocks of 128 slots. */
-    this.blocks = blocks;
-    /** Columns (result bits) of the lower blocks, r. */
-    this.lowerBits = lowerBits;
-    /** The first block with r + 1 columns (`blocks` when none has). */
-    this.upperStart = upperStart;
-    /** The seed its rows were derived with. */
-    this.seed = seed;
-    /** Hashes kept exactly (the items the band could not take). */
-    this.bumpedCount = bumped;
-    /** Bytes of the body: 8 per solution word and per bumped hash. */
-    this.byteLength = bodyBytes;
+  /**
+   * @param {{errorRate: number, items: number, blocks: number, lowerBits: number, upperStart: number,
+   *   seed: number, bumpedCount: number, byteLength: number}} fields the header's, public (see
+   *   index.d.ts): the error rate it was built for (RF.INFO Error rate), distinct items it was
+   *   built from (RF.CARD), blocks of 128 slots, r (columns of the lower blocks), the first
+   *   block with r + 1 columns (`blocks` when none has), its rows' seed, hashes kept exactly,
+   *   bytes of the body (8 per solution word and per bumped hash)
+   * @param {number} bumpedAt the u32 index of the first bumped hash in the body
+   * @private
+   */
+  constructor(fields, bumpedAt) {
+    Object.assign(this, fields);
+    /** @private */
+    this.bumpedAt = bumpedAt;
     /** @private the body, written in order; its u32 view once complete */
-    this.body = new Uint8Array(bodyBytes);
+    this.body = new Uint8Array(this.byteLength);
     /** @private body bytes received */
     this.received = 0;
     /** @private */
     this.words32 = null;
-    /** @private u32 index of the first bumped hash */
-    this.bumpedAt = 0;
     /** @private slots − 127, the number of start positions */
-    this.starts = blocks * 128 - 127;
+    this.starts = this.blocks * 128 - 127;
     // seed × 0x9e3779b97f4a7c15 mod 2^64, XORed into every hash.
-    const mix = (BigInt(seed) * 0x9e3779b97f4a7c15n) & U64_MAX;
+    const mix = (BigInt(this.seed) * 0x9e3779b97f4a7c15n) & U64_MAX;
     /** @private */
     this.mixHi = Number(mix >> 32n);
     /** @private */
@@ -1283,13 +1283,9 @@ export class RibbonFilter {
     if (data.length !== RF_HEADER_BYTES) throw bad(`${data.length} bytes, ${RF_HEADER_BYTES} expected`);
     if (data[0] !== RF_VERSION) throw bad(`version ${data[0]}, ${RF_VERSION} expected`);
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    const errorRate = view.getFloat64(1, true);
-    const items = view.getBigUint64(9, true);
-    const blocks = view.getBigUint64(17, true);
-    const lowerBits = view.getUint32(25, true);
-    const upperStart = view.getBigUint64(29, true);
-    const seed = view.getUint32(37, true);
-    const bumped = view.getBigUint64(41, true);
+    const h = {};
+    for (const [name, get, at] of RF_HEADER_FIELDS) h[name] = view[get](at, true);
+    const { errorRate, items, blocks, lowerBits, upperStart, seed, bumped } = h;
     if (!(errorRate > 0 && errorRate < 1)) throw bad(`error rate ${errorRate} is not between 0 and 1`);
     if (items > RF_MAX_ITEMS) throw bad(`${items} items, more than ${RF_MAX_ITEMS}`);
     if (bumped > items) throw bad(`${bumped} bumped hashes, more than its ${items} items`);
@@ -1307,10 +1303,8 @@ export class RibbonFilter {
     if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) {
       throw new ScandumpError('OUT_OF_MEMORY', `the body takes ${bytes} bytes, more than a JS array can hold`);
     }
-    const filter = new RibbonFilter(errorRate, Number(items), Number(blocks), lowerBits, Number(upperStart), seed,
-      Number(bumped), Number(bytes));
-    filter.bumpedAt = Number(words) * 2;
-    return filter;
+    const fields = { errorRate, items: Number(items), blocks: Number(blocks), lowerBits, upperStart: Number(upperStart), seed };
+    return new RibbonFilter({ ...fields, bumpedCount: Number(bumped), byteLength: Number(bytes) }, Number(words) * 2);
   }
 
   /** The body position (1-based) the next chunk must start at. */

@@ -953,32 +953,24 @@ class RibbonFilter:
     """A Ribbon filter rebuilt from an RF.SCANDUMP walk; read-only. Made by its header
     (:meth:`decode_header`) and filled by its body chunks in order (:meth:`apply_chunk`); it
     answers only once the whole body has arrived, so a half-copied filter never answers a false
-    "no". :meth:`contains` answers as RF.EXISTS / RF.MEXISTS."""
+    "no". :meth:`contains` answers as RF.EXISTS / RF.MEXISTS.
 
-    def __init__(self, error_rate, items, blocks, lower_bits, upper_start, seed, bumped, words):
-        #: The error rate the filter was built for (RF.INFO ``Error rate``).
-        self.error_rate = error_rate
-        #: Distinct items it was built from (RF.CARD).
-        self.items = items
-        #: Blocks of 128 slots.
-        self.blocks = blocks
-        #: Columns (result bits) of the lower blocks, r.
-        self.lower_bits = lower_bits
-        #: The first block with r + 1 columns (``blocks`` when none has).
-        self.upper_start = upper_start
-        #: The seed its rows were derived with.
-        self.seed = seed
-        #: Hashes kept exactly (items the band could not take).
-        self.bumped_count = bumped
-        #: Bytes of the body: 8 per solution word and per bumped hash.
-        self.byte_length = (words + bumped) * 8
+    Attributes, from the header: ``error_rate`` (the rate it was built for, RF.INFO ``Error
+    rate``), ``items`` (distinct items it was built from, RF.CARD), ``blocks`` (of 128 slots),
+    ``lower_bits`` (r, the columns of the lower blocks), ``upper_start`` (the first block with
+    r + 1 columns; ``blocks`` when none has), ``seed`` (its rows' seed), ``bumped_count``
+    (hashes kept exactly) and ``byte_length`` (bytes of the body: 8 per solution word and per
+    bumped hash)."""
+
+    def __init__(self, fields: dict, words: int):
+        self.__dict__.update(fields)
         self._words = words
         self._body = bytearray(self.byte_length)
         self._received = 0
         self._columns: Optional[List[int]] = None
         self._bumped: frozenset = frozenset()
-        self._starts = blocks * 128 - 127
-        self._mix = (seed * 0x9E3779B97F4A7C15) & _MASK64
+        self._starts = self.blocks * 128 - 127
+        self._mix = (self.seed * 0x9E3779B97F4A7C15) & _MASK64
 
     @classmethod
     def decode_header(cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> "RibbonFilter":
@@ -1023,7 +1015,8 @@ class RibbonFilter:
                 "OUT_OF_MEMORY",
                 "the body takes %d bytes, more than the limit of %d (argument max_bytes)" % (nbytes, max_bytes),
             )
-        return cls(error_rate, items, blocks, r, upper, seed, bumped, words)
+        fields = dict(error_rate=error_rate, items=items, blocks=blocks, lower_bits=r, upper_start=upper, seed=seed)
+        return cls(dict(fields, bumped_count=bumped, byte_length=nbytes), words)
 
     @property
     def next_position(self) -> int:
