@@ -83,12 +83,19 @@ const MH = 0xc6a4a793 | 0;
 const ML = 0x5bd1e995 | 0;
 const MLU = 0x5bd1e995;
 
-// Each "× M mod 2^64" below is written out inline (it is the hot path): for x = (xh:xl),
+// Each "× M mod 2^64" below, for x = (xh:xl), is
 //   low word  = imul(xl, ML)
-//   high word = mulhi(xl, MLU) + imul(xl, MH) + imul(xh, ML)   (mod 2^32)
-// where mulhi, the high 32 bits of the 64-bit product xl × MLU, is computed exactly in doubles
-// from 16-bit pieces: t = (xl & 0xffff)·MLU < 2^47, u = (xl >>> 16)·MLU + ⌊t / 2^16⌋ < 2^48,
-// mulhi = ⌊u / 2^16⌋.
+//   high word = mulhi32(xl, MLU) + imul(xl, MH) + imul(xh, ML)   (mod 2^32)
+// where mulhi32, the high 32 bits of the 64-bit product xl × MLU, is computed exactly in
+// doubles from 16-bit pieces: t = (xl & 0xffff)·MLU < 2^48, u = (xl >>> 16)·MLU + ⌊t / 2^16⌋ <
+// 2^48, mulhi = ⌊u / 2^16⌋.
+
+/** The high 32 bits of a × b for unsigned 32-bit a, b (exact, from 16-bit pieces). */
+function mulhi32(a, b) {
+  const t = (a & 0xffff) * b;
+  const u = (a >>> 16) * b + ((t / 65536) >>> 0);
+  return (u / 65536) >>> 0;
+}
 
 /** Output of murmur64a: [high word, low word]. */
 const OUT = new Int32Array(2);
@@ -96,33 +103,21 @@ const OUT = new Int32Array(2);
 /** MurmurHash64A of bytes[0..len) with seed (sh:sl) → OUT. */
 function murmur64a(bytes, len, sh, sl) {
   // h = seed ^ (len × M)
-  let t = (len & 0xffff) * MLU;
-  let u = (len >>> 16) * MLU + ((t / 65536) >>> 0);
-  let hh = sh ^ ((((u / 65536) >>> 0) + Math.imul(len, MH)) | 0);
+  let hh = sh ^ ((mulhi32(len, MLU) + Math.imul(len, MH)) | 0);
   let hl = sl ^ Math.imul(len, ML);
   const end = len & ~7;
   let p = 0;
   for (; p < end; p += 8) {
     let kl = bytes[p] | (bytes[p + 1] << 8) | (bytes[p + 2] << 16) | (bytes[p + 3] << 24);
     let kh = bytes[p + 4] | (bytes[p + 5] << 8) | (bytes[p + 6] << 16) | (bytes[p + 7] << 24);
-    // k ×= M
-    t = (kl & 0xffff) * MLU;
-    u = (kl >>> 16) * MLU + ((t / 65536) >>> 0);
-    kh = (((u / 65536) >>> 0) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
-    kl = Math.imul(kl, ML);
-    // k ^= k >> 47 (only bits 15..31 of the high word land in the low word)
-    kl ^= kh >>> 15;
-    // k ×= M
-    t = (kl & 0xffff) * MLU;
-    u = (kl >>> 16) * MLU + ((t / 65536) >>> 0);
-    kh = (((u / 65536) >>> 0) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
-    kl = Math.imul(kl, ML);
+    // k ×= M; k ^= k >> 47 (only bits 15..31 of the high word land in the low word); k ×= M
+    kh = (mulhi32(kl, MLU) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
+    kl = Math.imul(kl, ML) ^ (kh >>> 15);
+    kh = (mulhi32(kl, MLU) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
     // h ^= k; h ×= M
     hh ^= kh;
-    hl ^= kl;
-    t = (hl & 0xffff) * MLU;
-    u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-    hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
+    hl ^= Math.imul(kl, ML);
+    hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
     hl = Math.imul(hl, ML);
   }
   const tail = len & 7;
@@ -136,19 +131,14 @@ function murmur64a(bytes, len, sh, sl) {
       case 2: hl ^= bytes[p + 1] << 8; // falls through
       case 1: hl ^= bytes[p];
     }
-    t = (hl & 0xffff) * MLU;
-    u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-    hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
+    hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
     hl = Math.imul(hl, ML);
   }
   // h ^= h >> 47; h ×= M; h ^= h >> 47
   hl ^= hh >>> 15;
-  t = (hl & 0xffff) * MLU;
-  u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-  hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
-  hl = Math.imul(hl, ML);
+  hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
   OUT[0] = hh;
-  OUT[1] = hl ^ (hh >>> 15);
+  OUT[1] = Math.imul(hl, ML) ^ (hh >>> 15);
 }
 
 /** MurmurHash2 (32-bit) of bytes[0..len) with seed; legacy filters only. */
@@ -259,15 +249,13 @@ const MOD_BIG = 3; // anything larger: BigInt (slow, correct)
 const EMPTY = new Uint8Array(0);
 
 class Layer {
-  constructor(bytes, bits, items, error, bpe, hashes, entries, n2) {
-    this.bytes = bytes;
-    this.bits = bits;
-    this.items = items;
-    this.error = error;
-    this.bpe = bpe;
-    this.hashes = hashes;
-    this.entries = entries;
-    this.n2 = n2;
+  /**
+   * @param {{bytes: number, bits: number, items: number, error: number, bpe: number, hashes: number,
+   *   entries: number, n2: number}} record the layer's header record
+   */
+  constructor(record) {
+    Object.assign(this, record);
+    const { bits, n2 } = record;
     /** @type {Uint8Array} the bit array; allocated by the first chunk written into the layer
      * (until then every bit reads as 0, as in the server's zeroed array) */
     this.data = EMPTY;
@@ -455,6 +443,26 @@ class Offsets {
   }
 }
 
+/**
+ * Copies `data` into `array` (a Bloom layer or a cuckoo sub-filter: `bytes` long, its `data`
+ * allocated by the first non-empty chunk, all zero until then) from byte `off`.
+ */
+function writeInto(array, off, data) {
+  if (data.length === 0) return;
+  if (array.data.length !== array.bytes) array.data = new Uint8Array(array.bytes);
+  array.data.set(data, off);
+}
+
+/**
+ * A chunk placed by `filter.placeChunk` (the LOADCHUNK checks; it throws before anything is
+ * written) and copied into `arrays[at]`; returns the [start, end) offsets written.
+ */
+function applyPlaced(filter, arrays, iter, data) {
+  const [start, end, at, off] = filter.placeChunk(iter, data);
+  writeInto(arrays[at], off, data);
+  return [start, end];
+}
+
 function isWindowHeader(data) {
   if (data.length < 12) return false;
   for (let i = 0; i < 8; i++) if (data[i] !== WINDOW_MAGIC[i]) return false;
@@ -564,8 +572,9 @@ export class BloomFilter {
     if (totalBytes > BigInt(Number.MAX_SAFE_INTEGER)) {
       throw new ScandumpError('OUT_OF_MEMORY', `the layers take ${totalBytes} bytes, more than a JS array can hold`);
     }
-    const layers = shapes.map(([bytes, items, error, bpe, hashes, entries, n2]) =>
-      new Layer(Number(bytes), Number(bytes) * 8, Number(items), error, bpe, hashes, Number(entries), n2));
+    const layers = shapes.map(([bytes, items, error, bpe, hashes, entries, n2]) => new Layer({
+      bytes: Number(bytes), bits: Number(bytes) * 8, items: Number(items), error, bpe, hashes, entries: Number(entries), n2,
+    }));
     return new BloomFilter(Number(size), options, growth, layers);
   }
 
@@ -578,22 +587,7 @@ export class BloomFilter {
    * @returns {[number, number]} the [start, end) byte offsets written
    */
   applyChunk(iter, data) {
-    data = toBytes(data, 'chunk');
-    const [start, end, j, off] = this.placeChunk(iter, data);
-    this.write(j, off, data);
-    return [start, end];
-  }
-
-  /**
-   * Copies `data` into layer `j` from `off` (placed by placeChunk).
-   * @private
-   */
-  write(j, off, data) {
-    const l = this.layers[j];
-    if (data.length > 0) {
-      if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
-      l.data.set(data, off);
-    }
+    return applyPlaced(this, this.layers, iter, toBytes(data, 'chunk'));
   }
 
   /**
@@ -691,7 +685,7 @@ export class BloomFilter {
     }
     // In walk order, as the server applies them (a later chunk overwrites an earlier one).
     written.sort((x, y) => x[5] - y[5]);
-    for (const [, , j, off, data] of written) filter.write(j, off, data);
+    for (const [, , j, off, data] of written) writeInto(filter.layers[j], off, data);
     return filter;
   }
 
@@ -986,20 +980,7 @@ export class CuckooFilter {
    * @returns {[number, number]} the [start, end) offsets written, over all tables
    */
   applyChunk(iter, data) {
-    data = toCfBytes(data, 'chunk');
-    const [start, end, at, off] = this.placeChunk(iter, data);
-    this.write(at, off, data);
-    return [start, end];
-  }
-
-  /**
-   * Copies `data` into sub-filter `at` from `off` (placed by placeChunk).
-   * @private
-   */
-  write(at, off, data) {
-    const f = this.subFilters[at];
-    if (f.data.length !== f.bytes) f.data = new Uint8Array(f.bytes);
-    f.data.set(data, off);
+    return applyPlaced(this, this.subFilters, iter, toCfBytes(data, 'chunk'));
   }
 
   /**
@@ -1052,7 +1033,7 @@ export class CuckooFilter {
       throw new ScandumpError('INCOMPLETE', `incomplete CF.SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
     }
     placed.sort((x, y) => x[5] - y[5]);
-    for (const [, , at, off, data] of placed) filter.write(at, off, data);
+    for (const [, , at, off, data] of placed) writeInto(filter.subFilters[at], off, data);
     return filter;
   }
 
@@ -1063,19 +1044,7 @@ export class CuckooFilter {
    * @returns {boolean}
    */
   has(item) {
-    const len = encodeItem(item);
-    cuckooLookup(scratch, len);
-    const fp = LOOKUP[0];
-    const bs = this.bucketSize;
-    for (const f of this.subFilters) {
-      const d = f.data;
-      if (d.length === 0) continue;
-      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
-      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
-    }
-    return false;
+    return this.slotsHolding(item, true) > 0;
   }
 
   /**
@@ -1085,6 +1054,15 @@ export class CuckooFilter {
    * @returns {number}
    */
   count(item) {
+    return this.slotsHolding(item, false);
+  }
+
+  /**
+   * The slots holding the item's fingerprint in its two buckets of every sub-filter, newest
+   * last; with `first`, 1 at the first such slot.
+   * @private
+   */
+  slotsHolding(item, first) {
     const len = encodeItem(item);
     cuckooLookup(scratch, len);
     const fp = LOOKUP[0];
@@ -1093,10 +1071,13 @@ export class CuckooFilter {
     for (const f of this.subFilters) {
       const d = f.data;
       if (d.length === 0) continue;
-      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
-      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
+      for (const s of [f.bucket(LOOKUP[1], LOOKUP[2]) * bs, f.bucket(LOOKUP[3], LOOKUP[4]) * bs]) {
+        for (let i = 0; i < bs; i++) {
+          if (d[s + i] !== fp) continue;
+          if (first) return 1;
+          n++;
+        }
+      }
     }
     return n;
   }
@@ -1193,13 +1174,6 @@ const F1LU = 0xed558ccd;
 const F2H = 0xc4ceb9fe | 0;
 const F2L = 0x1a85ec53 | 0;
 const F2LU = 0x1a85ec53;
-
-/** The high 32 bits of a × b for unsigned 32-bit a, b (exact, from 16-bit pieces). */
-function mulhi32(a, b) {
-  const t = (a & 0xffff) * b;
-  const u = (a >>> 16) * b + Math.floor(t / 65536);
-  return Math.floor(u / 65536) >>> 0;
-}
 
 /** fmix64 of (hi:lo) → OUT (high word, low word). */
 function fmix64(hi, lo) {

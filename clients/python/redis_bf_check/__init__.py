@@ -121,24 +121,48 @@ def _unpacker(words: int):
     return u
 
 
-def murmur64a(data: bytes, seed: int) -> int:
-    """MurmurHash64A (Austin Appleby) of ``data`` with a 64-bit ``seed``; words little endian."""
+def _words64(data: bytes) -> Tuple[Sequence[int], Optional[int]]:
+    """The part of MurmurHash64A that does not depend on the seed: each whole 8-byte word ``k``
+    (little endian) as ``((k*m) ^ ((k*m) >> 47)) * m``, and the last ``len % 8`` bytes as an
+    int (``None`` when there are none)."""
     m = _M64
     mask = _MASK64
     n = len(data)
-    h = (seed ^ (n * m)) & mask
-    words = n >> 3
-    if words:
-        for k in _unpacker(words)(data):
-            k = (k * m) & mask
-            k ^= k >> 47
-            h = ((h ^ ((k * m) & mask)) * m) & mask
+    nw = n >> 3
+    if nw == 0:
+        ks: Sequence[int] = ()
+    elif nw == 1:
+        (k,) = _unpacker(1)(data)
+        k = (k * m) & mask
+        ks = ((((k ^ (k >> 47)) * m) & mask),)
+    elif nw == 2:
+        k, k2 = _unpacker(2)(data)
+        k = (k * m) & mask
+        k2 = (k2 * m) & mask
+        ks = ((((k ^ (k >> 47)) * m) & mask), (((k2 ^ (k2 >> 47)) * m) & mask))
+    else:
+        ks = [(((km := (k * m) & mask) ^ (km >> 47)) * m) & mask for k in _unpacker(nw)(data)]
     tail = n & 7
-    if tail:
-        h = ((h ^ int.from_bytes(data[n - tail :], "little")) * m) & mask
-    h ^= h >> 47
-    h = (h * m) & mask
+    return ks, (int.from_bytes(data[n - tail :], "little") if tail else None)
+
+
+def _mix64(h: int, ks: Sequence[int], t: Optional[int]) -> int:
+    """MurmurHash64A from its start value ``h = seed ^ (len * m)`` and :func:`_words64`'s
+    parts."""
+    m = _M64
+    mask = _MASK64
+    for k in ks:
+        h = ((h ^ k) * m) & mask
+    if t is not None:
+        h = ((h ^ t) * m) & mask
+    h = ((h ^ (h >> 47)) * m) & mask
     return h ^ (h >> 47)
+
+
+def murmur64a(data: bytes, seed: int) -> int:
+    """MurmurHash64A (Austin Appleby) of ``data`` with a 64-bit ``seed``; words little endian."""
+    ks, t = _words64(data)
+    return _mix64((seed ^ (len(data) * _M64)) & _MASK64, ks, t)
 
 
 def murmur2_32(data: bytes, seed: int) -> int:
@@ -190,14 +214,9 @@ class _Layer:
     __slots__ = ("nbytes", "bits", "items", "error", "bpe", "hashes", "entries", "n2", "modulus", "_data", "_pieces")
 
     def __init__(self, nbytes, bits, items, error, bpe, hashes, entries, n2):
-        self.nbytes = nbytes
-        self.bits = bits
-        self.items = items
-        self.error = error
-        self.bpe = bpe
-        self.hashes = hashes
-        self.entries = entries
-        self.n2 = n2
+        # The header's fields, in its order: the first eight slots.
+        for name, value in zip(self.__slots__, (nbytes, bits, items, error, bpe, hashes, entries, n2)):
+            setattr(self, name, value)
         self.modulus = (1 << n2) if n2 > 0 else bits
         self._data = None
         self._pieces = []
@@ -529,50 +548,12 @@ class BloomFilter:
             a = murmur2_32(data, _SEED32)
             b = murmur2_32(data, a)
         else:
-            # MurmurHash64A twice (seed, then a), inlined: this is the hot path. The word
-            # transform k -> ((k*m) ^ ((k*m) >> 47)) * m does not depend on the seed, so it is
-            # done once for both hashes.
-            m = _M64
-            mask = _MASK64
-            n = len(data)
-            nw = n >> 3
-            tail = n & 7
-            t = int.from_bytes(data[n - tail :], "little") if tail else 0
-            nm = (n * m) & mask
-            ha = _SEED64 ^ nm
-            if nw == 0:
-                ks = ()
-            elif nw == 1:
-                (k,) = _unpacker(1)(data)
-                k = (k * m) & mask
-                ks = ((((k ^ (k >> 47)) * m) & mask),)
-                ha = ((ha ^ ks[0]) * m) & mask
-            elif nw == 2:
-                k, k2 = _unpacker(2)(data)
-                k = (k * m) & mask
-                k = ((k ^ (k >> 47)) * m) & mask
-                k2 = (k2 * m) & mask
-                k2 = ((k2 ^ (k2 >> 47)) * m) & mask
-                ks = (k, k2)
-                ha = ((((ha ^ k) * m) & mask ^ k2) * m) & mask
-            else:
-                ks = [
-                    (((km := (k * m) & mask) ^ (km >> 47)) * m) & mask
-                    for k in _unpacker(nw)(data)
-                ]
-                for k in ks:
-                    ha = ((ha ^ k) * m) & mask
-            if tail:
-                ha = ((ha ^ t) * m) & mask
-            ha = ((ha ^ (ha >> 47)) * m) & mask
-            a = ha ^ (ha >> 47)
-            hb = a ^ nm
-            for k in ks:
-                hb = ((hb ^ k) * m) & mask
-            if tail:
-                hb = ((hb ^ t) * m) & mask
-            hb = ((hb ^ (hb >> 47)) * m) & mask
-            b = hb ^ (hb >> 47)
+            # MurmurHash64A twice (seed, then a): the words' transform does not depend on the
+            # seed, so it is done once for both hashes.
+            ks, t = _words64(data)
+            nm = (len(data) * _M64) & _MASK64
+            a = _mix64(_SEED64 ^ nm, ks, t)
+            b = _mix64(a ^ nm, ks, t)
         checks = self._checks
         if not checks:
             # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits). A
