@@ -71,7 +71,12 @@ fn cases() -> Vec<Case> {
         case("empty", Vec::new(), 0.01, 10_000),
         case("one", numbered("one:", 1), 0.01, 10_000),
         case("few", numbered("few:", 300), 0.001, 50_000),
-        case("whole_bits", numbered("whole:", 5_000), 1.0 / 128.0 / 0.95, 50_000),
+        case(
+            "whole_bits",
+            numbered("whole:", 5_000),
+            1.0 / 128.0 / 0.95,
+            50_000,
+        ),
         case("half", numbered("half:", 2_000), 0.5, 20_000),
         case("e2_1e5", numbered("a:", 100_000), 0.01, 250_000),
         case("e3_1e5", numbered("b:", 100_000), 0.001, 150_000),
@@ -120,7 +125,10 @@ fn framed(pairs: &[(u64, Vec<u8>)]) -> Vec<u8> {
 /// `--list`: the Ribbon filter and the Bloom filter of a list, as walks.
 fn list(items: &str, error_rate: &str, dir: &Path) {
     let text = std::fs::read(items).unwrap_or_else(|e| panic!("reading {items}: {e}"));
-    let items: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let items: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
     let error_rate: f64 = error_rate.parse().expect("an error rate");
     let ribbon = build(items.iter().map(|i| item_hash(i)).collect(), error_rate).expect("built");
     let mut chain = Chain::new(items.len().max(1) as u64, error_rate, 2, true, u64::MAX)
@@ -155,14 +163,20 @@ fn main() {
         }
     }
     let [dir] = args.as_slice() else {
-        panic!("usage: ribbon_vectors <folder> | ribbon_vectors --list <items> <error rate> <folder>");
+        panic!(
+            "usage: ribbon_vectors <folder> | ribbon_vectors --list <items> <error rate> <folder>"
+        );
     };
     let dir = Path::new(dir);
     std::fs::create_dir_all(dir).expect("the folder");
     let mut manifest = String::from("{\"shapes\": [\n");
     let mut total = 0u64;
     for (index, case) in cases().into_iter().enumerate() {
-        let hashes = case.members.iter().map(|m| item_hash(m.as_bytes())).collect();
+        let hashes = case
+            .members
+            .iter()
+            .map(|m| item_hash(m.as_bytes()))
+            .collect();
         let ribbon = build(hashes, case.error_rate).expect("built");
         let probes = numbered(&format!("probe:{}:", case.name), case.probes);
         let mut items = String::new();
@@ -206,5 +220,8 @@ fn main() {
     }
     manifest.push_str("]}\n");
     write(dir, "manifest.json".into(), manifest.as_bytes());
-    println!("{total} items asked of 9 filters, written to {}", dir.display());
+    println!(
+        "{total} items asked of 9 filters, written to {}",
+        dir.display()
+    );
 }

@@ -1,7 +1,8 @@
 // redis-bf-check: answer membership questions from a redis-bf (or RedisBloom) filter downloaded
-// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them; and
-// from a cuckoo filter downloaded with CF.SCANDUMP, exactly as CF.EXISTS and CF.COUNT would
-// (CuckooFilter, at the end of this file).
+// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them; from a
+// cuckoo filter downloaded with CF.SCANDUMP, exactly as CF.EXISTS and CF.COUNT would
+// (CuckooFilter, after it); and from a Ribbon filter downloaded with RF.SCANDUMP, exactly as
+// RF.MEXISTS would (RibbonFilter, at the end of this file).
 //
 // Format (what BF.SCANDUMP returns): the first pair is (1, header); the header is packed little
 // endian, 20 bytes for the chain (u64 items, u32 layer count, u32 options, u32 expansion) then
@@ -60,7 +61,11 @@ const TWO32 = 4294967296;
  * missing). For a cuckoo filter's walk (CuckooFilter), CF.LOADCHUNK's verdicts: INVALID_HEADER
  * (`Invalid header`), CANNOT_CREATE (`Couldn't create filter!`), CANNOT_LOAD (`Couldn't load
  * chunk!`), INVALID_POSITION (`Invalid position`), ITEM_EXISTS (`ERR item exists`: a second
- * header), NOT_FOUND, and OUT_OF_MEMORY / INCOMPLETE as above.
+ * header), NOT_FOUND, and OUT_OF_MEMORY / INCOMPLETE as above. For a Ribbon filter's walk
+ * (RibbonFilter), the verdicts of the server's loader (core/src/ribbon/dump.rs): INVALID_HEADER
+ * (a header it refuses), OUT_OF_MEMORY (a body over maxBytes, or a shape too large), NOT_FOUND,
+ * NOT_NUMERIC, INVALID_POSITION (a chunk not at the next position, empty or past the body's end),
+ * BAD_DATA (bumped hashes not strictly increasing) and INCOMPLETE.
  */
 export class ScandumpError extends Error {
   /**

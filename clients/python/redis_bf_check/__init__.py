@@ -1,5 +1,6 @@
 """Check membership in a redis-bf / RedisBloom Bloom filter locally, from its BF.SCANDUMP dump
-(and in a cuckoo filter, from its CF.SCANDUMP dump: :class:`CuckooFilter`).
+(in a cuckoo filter, from its CF.SCANDUMP dump: :class:`CuckooFilter`; in a Ribbon filter, from
+its RF.SCANDUMP dump: :class:`RibbonFilter`).
 
 Pure Python, no dependencies. ``BloomFilter.from_scandump(chunks)`` takes the ``(iterator,
 bytes)`` pairs of a whole ``BF.SCANDUMP`` walk (header first) and ``filter.contains(item)``
