@@ -183,6 +183,8 @@ class Hostile(unittest.TestCase):
         refuses(self, "INCOMPLETE", "no pair", RibbonFilter.from_scandump, [])
         refuses(self, "INCOMPLETE", "the end pair alone", RibbonFilter.from_scandump, [(0, b"")])
         refuses(self, "NOT_FOUND", "a chunk before the header", RibbonFilter.from_scandump, [chunk, head])
+        for it in (1.0, True, "01", None):
+            refuses(self, "NOT_NUMERIC", "header iterator %r" % (it,), RibbonFilter.from_scandump, [(it, head[1]), chunk])
         refuses(self, "INCOMPLETE", "the header alone", RibbonFilter.from_scandump, [head])
         short = (chunk[0] - 1, chunk[1][:-1])
         refuses(self, "INCOMPLETE", "the last byte missing", RibbonFilter.from_scandump, [head, short])

@@ -1200,6 +1200,16 @@ function parity32(x) {
   return (0x6996 >>> (x & 0xf)) & 1;
 }
 
+/** An RF.LOADCHUNK iterator, read with Redis' integer rules as toIterator does. */
+function rfIterator(it) {
+  try {
+    return toIterator(it, 'chunk');
+  } catch (e) {
+    if (e instanceof ScandumpError) e.message = e.message.replace('BF.LOADCHUNK', 'RF.LOADCHUNK');
+    throw e;
+  }
+}
+
 /** The 64-bit words of `view` at byte `at`: [high, low] as unsigned 32-bit numbers. */
 function u64Halves(view, at) {
   return [view.getUint32(at + 4, true), view.getUint32(at, true)];
@@ -1309,13 +1319,7 @@ export class RibbonFilter {
    */
   applyChunk(iter, data) {
     data = toCfBytes(data, 'chunk');
-    let it;
-    try {
-      it = toIterator(iter, 'chunk');
-    } catch (e) {
-      if (e instanceof ScandumpError) e.message = e.message.replace('BF.LOADCHUNK', 'RF.LOADCHUNK');
-      throw e;
-    }
+    const it = rfIterator(iter);
     const len = data.length;
     const at = typeof it === 'bigint' ? Number.NaN : it - len;
     const rest = this.byteLength - this.received;
@@ -1366,9 +1370,9 @@ export class RibbonFilter {
       if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError('each chunk must be an [iterator, data] pair');
       const [it, raw] = pair;
       const empty = raw === null || raw === undefined || (ArrayBuffer.isView(raw) && raw.byteLength === 0);
-      if (empty && (it === 0 || it === 0n || it === '0')) continue; // the end of the walk
+      if (empty && rfIterator(it) === 0) continue; // the end of the walk
       if (filter === null) {
-        if (!(it === 1 || it === 1n || it === '1')) {
+        if (rfIterator(it) !== 1) {
           throw new ScandumpError('NOT_FOUND',
             `the first pair must be the header (iterator 1), got iterator ${String(it)} (RF.LOADCHUNK of a chunk before its header would answer ERR not found)`);
         }

@@ -144,6 +144,9 @@ test('walks: the header first, the body whole, bumped hashes increasing', () => 
   refuses(() => RibbonFilter.fromScandump([]), 'INCOMPLETE', 'no pair');
   refuses(() => RibbonFilter.fromScandump([[0, new Uint8Array(0)]]), 'INCOMPLETE', 'the end pair alone');
   refuses(() => RibbonFilter.fromScandump([chunk, head]), 'NOT_FOUND', 'a chunk before the header');
+  for (const it of [1.5, '01', null]) {
+    refuses(() => RibbonFilter.fromScandump([[it, head[1]], chunk]), 'NOT_NUMERIC', `header iterator ${it}`);
+  }
   refuses(() => RibbonFilter.fromScandump([head]), 'INCOMPLETE', 'the header alone');
   refuses(() => RibbonFilter.fromScandump([head, [chunk[0] - 1, chunk[1].subarray(0, -1)]]), 'INCOMPLETE', 'the last byte missing');
   refuses(() => RibbonFilter.fromScandump([head, chunk, chunk]), 'INVALID_POSITION', 'the body twice');

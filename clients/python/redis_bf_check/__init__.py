@@ -1066,10 +1066,12 @@ class RibbonFilter:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError("each chunk must be an (iterator, data) pair")
             it, raw = pair
-            if (raw is None or (isinstance(raw, (bytes, bytearray, memoryview)) and len(raw) == 0)) and it in (0, "0", b"0"):
+            if (raw is None or (isinstance(raw, (bytes, bytearray, memoryview)) and len(raw) == 0)) and _as_iterator(
+                it, "chunk"
+            ) == 0:
                 continue  # the end of the walk
             if filt is None:
-                if it not in (1, "1", b"1") or isinstance(it, bool):
+                if _as_iterator(it, "header") != 1:
                     raise ScandumpError(
                         "NOT_FOUND",
                         "the first pair must be the header (iterator 1), got iterator %r (RF.LOADCHUNK of a "
