@@ -138,21 +138,34 @@ function assertInfo(info, capacity, size, filters, items, expansion, what) {
 // ---------------------------------------------------------------------------------------------
 // Tests: each gets (client, bufClient, resp) on a flushed database.
 
-async function scanDumpAll(bin, key) {
+/**
+ * A whole SCANDUMP walk with `scanDump` (node-redis' `bf.scanDump` or `cf.scanDump` on the
+ * Buffer client): every reply before the end, each with a number iterator and a Buffer chunk;
+ * `end` checks the last reply's chunk.
+ */
+async function walkScanDump(scanDump, key, end) {
   const chunks = [];
   let iterator = 0;
   for (let n = 0; n < 100000; n++) {
-    const reply = await bin.bf.scanDump(key, iterator);
+    const reply = await scanDump(key, iterator);
     check(typeof reply.iterator === 'number', `iterator is a number: ${reply.iterator}`);
-    check(Buffer.isBuffer(reply.chunk), `chunk is a Buffer: ${typeof reply.chunk}`);
     iterator = reply.iterator;
     if (iterator === 0) {
-      eq(reply.chunk.length, 0, 'final chunk is an empty bulk string');
+      end(reply.chunk);
       return chunks;
     }
+    check(Buffer.isBuffer(reply.chunk), `chunk is a Buffer: ${typeof reply.chunk}`);
     chunks.push(reply);
   }
   throw new Failed('scanDump did not finish');
+}
+
+/** BF.SCANDUMP's walk: it ends with [0, ""]. */
+function scanDumpAll(bin, key) {
+  return walkScanDump((k, it) => bin.bf.scanDump(k, it), key, (chunk) => {
+    check(Buffer.isBuffer(chunk), `chunk is a Buffer: ${typeof chunk}`);
+    eq(chunk.length, 0, 'final chunk is an empty bulk string');
+  });
 }
 
 const TESTS = {
@@ -358,21 +371,9 @@ async function cfInfo(c, key) {
   return out;
 }
 
-async function cfScanDumpAll(bin, key) {
-  const chunks = [];
-  let iterator = 0;
-  for (let n = 0; n < 100000; n++) {
-    const reply = await bin.cf.scanDump(key, iterator);
-    check(typeof reply.iterator === 'number', `iterator is a number: ${reply.iterator}`);
-    iterator = reply.iterator;
-    if (iterator === 0) {
-      eq(reply.chunk, null, 'the walk ends with [0, nil]');
-      return chunks;
-    }
-    check(Buffer.isBuffer(reply.chunk), `chunk is a Buffer: ${typeof reply.chunk}`);
-    chunks.push(reply);
-  }
-  throw new Failed('cf.scanDump did not finish');
+/** CF.SCANDUMP's walk: it ends with [0, nil]. */
+function cfScanDumpAll(bin, key) {
+  return walkScanDump((k, it) => bin.cf.scanDump(k, it), key, (chunk) => eq(chunk, null, 'the walk ends with [0, nil]'));
 }
 
 Object.assign(TESTS, {

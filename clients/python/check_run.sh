@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Test the pure-Python checker (redis_bf_check): golden vectors, RedisBloom fixture walks and
 # hostile input (test_check.py, no server), then identity with BF.MEXISTS on a live server
-# (test_check_identity.py, redis-py from the local .venv shared with run.sh), then a
+# (test_check_identity.py, redis-py from the local .venv shared with run.sh), the Ribbon filter
+# checker against the Rust core's vectors (test_check_ribbon.py runs
+# core/examples/ribbon_vectors.rs: about 10 s of CPU for 1 007 601 items once built), then a
 # `pip install` of the package folder into a throwaway venv. Builds the module if it is missing.
 #   clients/python/check_run.sh            all tests
 #   clients/python/check_run.sh --bench    the checks/s benchmark instead
@@ -14,7 +16,7 @@ cd "$here"
 if [ "${1:-}" = "--bench" ]; then
   exec .venv/bin/python bench_check.py
 fi
-.venv/bin/python -m unittest -v test_check test_check_identity test_check_cuckoo
+.venv/bin/python -m unittest -v test_check test_check_identity test_check_cuckoo test_check_ribbon
 # The folder installs with pip and imports without clients/python on the path.
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

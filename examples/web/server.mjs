@@ -1,5 +1,7 @@
 // Example server for the sign-up page: serves the page, the filter of taken usernames as a
-// BF.SCANDUMP dump with a version tag, and answers the page's "maybe" questions.
+// BF.SCANDUMP dump with a version tag, answers the page's "maybe" questions, and serves a
+// static blocklist of 1 000 000 weak passwords as a Ribbon filter built offline by the core
+// (blocklist.mjs; built into BLOCKLIST_DIR, default examples/web/blocklist, when missing).
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=8080 node examples/web/server.mjs
 //
@@ -14,12 +16,17 @@
 //   GET  /api/filter         the dump, framed as repeated [f64 LE iterator, u32 LE length, bytes];
 //                            ETag = version; answers 304 to a matching If-None-Match
 //   GET  /api/check?name=N   {"taken": bool, "version": "..."}  (SISMEMBER: exact)
+//   GET  /api/blocklist      the password blocklist's Ribbon filter (RF.SCANDUMP walk), framed
+//                            as /api/filter; HEAD answers its size
+//   GET  /api/blocklist.bloom  the Bloom filter of the same list and error rate, the same way
+//                            (the page asks only its size, with HEAD)
 //   POST /api/signup         body {"name": N} → 201 {"version"} or 409 {"taken": true}
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, RESP_TYPES } from 'redis';
+import { buildBlocklist } from './blocklist.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CHECKER = resolve(HERE, '..', '..', 'clients', 'js', 'src', 'index.js');
@@ -29,6 +36,8 @@ const USERS = `${KEY}:users`;
 const VERSION = `${KEY}:version`;
 const PORT = Number(process.env.PORT ?? 8080);
 const HOST = process.env.HOST ?? '127.0.0.1';
+
+const BLOCKLIST = buildBlocklist(resolve(process.env.BLOCKLIST_DIR ?? join(HERE, 'blocklist')));
 
 const redis = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 redis.on('error', (e) => console.error('redis:', e.message));
@@ -73,6 +82,8 @@ const STATIC = {
   '/': [join(HERE, 'public', 'index.html'), 'text/html; charset=utf-8'],
   '/app.js': [join(HERE, 'public', 'app.js'), 'text/javascript; charset=utf-8'],
   '/redis-bf-check.js': [CHECKER, 'text/javascript; charset=utf-8'],
+  '/api/blocklist': [BLOCKLIST.ribbon, 'application/octet-stream'],
+  '/api/blocklist.bloom': [BLOCKLIST.bloom, 'application/octet-stream'],
 };
 
 function json(res, status, body) {
@@ -92,9 +103,10 @@ async function readBody(req, limit = 4096) {
 async function handle(req, res) {
   const url = new URL(req.url, 'http://x');
   const file = STATIC[url.pathname];
-  if (req.method === 'GET' && file) {
-    res.writeHead(200, { 'Content-Type': file[1], 'Cache-Control': 'no-cache' });
-    res.end(await readFile(file[0]));
+  if ((req.method === 'GET' || req.method === 'HEAD') && file) {
+    const body = await readFile(file[0]);
+    res.writeHead(200, { 'Content-Type': file[1], 'Cache-Control': 'no-cache', 'Content-Length': body.length });
+    res.end(req.method === 'HEAD' ? undefined : body);
   } else if (req.method === 'GET' && url.pathname === '/api/filter') {
     const { version, body } = await dump();
     const etag = `"${version}"`;

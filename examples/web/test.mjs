@@ -5,19 +5,25 @@
 //   * a false positive of the filter (not taken, but the filter says "maybe") asks the server
 //     and says "free";
 //   * a sign-up changes the version: the page refetches the filter once (unchanged filters
-//     are answered 304), after which the new name is "taken".
+//     are answered 304), after which the new name is "taken";
+//   * the 1 000 000-entry password blocklist (blocklist.mjs, built by the core into a temporary
+//     folder) arrives as a Ribbon filter: the page shows its download size and the Bloom
+//     filter's (the files' sizes), says "blocked" for a listed password and "ok" for another,
+//     and answers 40 000 entries and strangers exactly as the checker does in Node.
 //   SCREENSHOT=docs/signup-page.png node test.mjs   also saves a screenshot.
 // Environment: BF_MODULE, REDIS_SERVER (see clients/js/test/redis.mjs), CHROMIUM (default
 // /usr/bin/chromium).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import puppeteer from 'puppeteer-core';
-import { BloomFilter } from '../../clients/js/src/index.js';
+import { BloomFilter, RibbonFilter } from '../../clients/js/src/index.js';
 import { startServer, scandump, freePort } from '../../clients/js/test/redis.mjs';
+import { readFrames } from '../../clients/js/test/ribbon_vectors.mjs';
+import { buildBlocklist, entry, ENTRIES } from './blocklist.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -44,10 +50,17 @@ async function main() {
   assert.equal((await c.call('SISMEMBER', 'web:users', fpName)), 0);
   const newName = candidates.find((n) => !f.has(n) && n !== freeName);
 
+  // The blocklist, built offline by the core into a temporary folder.
+  const blockDir = mkdtempSync(join(tmpdir(), 'redis-bf-blocklist-'));
+  cleanups.push(() => rmSync(blockDir, { recursive: true, force: true }));
+  const files = buildBlocklist(blockDir);
+  const ribbon = RibbonFilter.fromScandump(readFrames(files.ribbon));
+  assert.equal(ribbon.items, ENTRIES);
+
   // The example server.
   const port = await freePort();
   const web = spawn(process.execPath, [join(HERE, 'server.mjs')], {
-    env: { ...process.env, PORT: String(port), REDIS_URL: `redis://127.0.0.1:${redis.port}` },
+    env: { ...process.env, PORT: String(port), REDIS_URL: `redis://127.0.0.1:${redis.port}`, BLOCKLIST_DIR: blockDir },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   cleanups.unshift(() => web.kill());
@@ -134,8 +147,34 @@ async function main() {
   await page.evaluate(() => window.signupPage.loadFilter());
   assert.deepEqual(filterFetches().map(([, s]) => s), [200, 200, 304]);
 
+  // The blocklist: both sizes shown are the files', the Ribbon filter the smaller.
+  const sizes = await page.$eval('#blockstats', (s) => [Number(s.dataset.ribbonBytes), Number(s.dataset.bloomBytes), s.textContent]);
+  assert.deepEqual(sizes.slice(0, 2), [statSync(files.ribbon).size, statSync(files.bloom).size]);
+  assert.ok(sizes[0] < 0.8 * sizes[1], `Ribbon ${sizes[0]} bytes, Bloom ${sizes[1]}`);
+  assert.match(sizes[2], /1,000,000 entries at 1 %.*Ribbon filter of [\d.]+ KiB.*Bloom filter of the same list and rate: [\d.]+ KiB/);
+  async function typePassword(pw) {
+    await page.$eval('#password', (el, v) => {
+      el.value = v;
+      el.dispatchEvent(new Event('input'));
+    }, pw);
+    await page.waitForFunction((v) => document.getElementById('pwstatus').dataset.value === v, {}, pw);
+    return page.$eval('#pwstatus', (s) => s.dataset.state);
+  }
+  const strangers = Array.from({ length: 20000 }, (_, i) => `stranger-${i}`);
+  const okPassword = strangers.find((p) => !ribbon.has(p));
+  const before2 = requests.length;
+  assert.equal(await typePassword('password123'), 'blocked');
+  assert.equal(await typePassword(okPassword), 'ok');
+  assert.equal(requests.length, before2, 'a password check made a request');
+  // 20 000 entries and 20 000 strangers: the browser answers as the checker in Node.
+  const members = Array.from({ length: 20000 }, (_, i) => entry((i * 49999) % ENTRIES));
+  const inBrowser = await page.evaluate((items) => items.map((x) => window.signupPage.blocklist.has(x)), [...members, ...strangers]);
+  assert.deepEqual(inBrowser.slice(0, members.length), members.map(() => true));
+  assert.deepEqual(inBrowser.slice(members.length), strangers.map((x) => ribbon.has(x)));
+
   assert.deepEqual(pageErrors, []);
-  console.log(`ok: free "${freeName}" with no request, "alice" taken, false positive "${fpName}" free after 1 check, sign-up refetch + 304`);
+  console.log(`ok: free "${freeName}" with no request, "alice" taken, false positive "${fpName}" free after 1 check, sign-up refetch + 304; `
+    + `blocklist of ${ENTRIES} as a Ribbon filter of ${sizes[0]} bytes (Bloom ${sizes[1]}), 40000 answers as in Node`);
 }
 
 try {

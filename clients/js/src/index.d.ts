@@ -33,6 +33,8 @@ export type ScandumpErrorCode =
   | 'CANNOT_LOAD'
   | 'INVALID_POSITION'
   | 'ITEM_EXISTS';
+// RibbonFilter: INVALID_HEADER, OUT_OF_MEMORY, NOT_FOUND, NOT_NUMERIC, INVALID_POSITION,
+// BAD_DATA and INCOMPLETE, as its methods say.
 
 /** Thrown for a malformed, hostile or incomplete dump. */
 export class ScandumpError extends Error {
@@ -185,3 +187,64 @@ export function cuckooLookupHex(item: string | Bytes): { hash: string; fp: numbe
 
 export const CF_HEADER_BYTES: 38;
 export const CF_DEFAULT_MAX_EXPANSION: 32768;
+
+/**
+ * A Ribbon filter rebuilt from an RF.SCANDUMP walk; read-only. `has` answers as RF.EXISTS /
+ * RF.MEXISTS. It answers only once its whole body has arrived (a half-copied filter throws
+ * INCOMPLETE rather than answer a false "no").
+ */
+export class RibbonFilter {
+  private constructor();
+
+  /**
+   * Rebuilds a filter from the `[iterator, data]` pairs of a whole RF.SCANDUMP walk: the header
+   * (iterator 1) first, then the body chunks in order (each starts at body position
+   * `iterator - length`, right after the previous one); a final `[0, empty]` is ignored. The
+   * header is checked as the server's loader checks it before anything is allocated; work and
+   * memory O(B) for a body of B bytes (at most `maxBytes`, default 1 GiB).
+   * @throws {ScandumpError} NOT_FOUND, INVALID_HEADER, OUT_OF_MEMORY, NOT_NUMERIC,
+   *   INVALID_POSITION, BAD_DATA (bumped hashes not increasing), INCOMPLETE
+   */
+  static fromScandump(chunks: Iterable<CfScandumpChunk>, opts?: FromScandumpOptions): RibbonFilter;
+
+  /**
+   * Decodes a header alone (49 bytes) with the server loader's checks, allocating nothing
+   * beyond the body it announces (at most `maxBytes`); the body is filled by `applyChunk`.
+   * @throws {ScandumpError} INVALID_HEADER, OUT_OF_MEMORY
+   */
+  static decodeHeader(header: Bytes, opts?: FromScandumpOptions): RibbonFilter;
+
+  /**
+   * Copies the next body chunk in (`iter`: what RF.SCANDUMP returned with it): it must start at
+   * `nextPosition`, be non-empty and end within the body; nothing changes when it throws
+   * INVALID_POSITION or NOT_NUMERIC. The last chunk completes the body (BAD_DATA when its bumped
+   * hashes are not strictly increasing). @throws {ScandumpError}
+   */
+  applyChunk(iter: ScandumpIterator, data: Bytes): void;
+
+  /** RF.EXISTS: true when the item may be in the set; false means it certainly is not. @throws {ScandumpError} INCOMPLETE */
+  has(item: string | Bytes): boolean;
+
+  /** The error rate it was built for (RF.INFO Error rate). */
+  readonly errorRate: number;
+  /** Distinct items it was built from (RF.CARD). */
+  readonly items: number;
+  /** Blocks of 128 slots. */
+  readonly blocks: number;
+  /** Columns (result bits) of the lower blocks, r. */
+  readonly lowerBits: number;
+  /** The first block with r + 1 columns (`blocks` when none has). */
+  readonly upperStart: number;
+  /** The seed its rows were derived with. */
+  readonly seed: number;
+  /** Hashes kept exactly (items the band could not take). */
+  readonly bumpedCount: number;
+  /** Bytes of the body: 8 per solution word and per bumped hash. */
+  readonly byteLength: number;
+  /** The body position (1-based) the next chunk must start at. */
+  readonly nextPosition: number;
+  /** Has the whole body arrived? */
+  readonly complete: boolean;
+}
+
+export const RF_HEADER_BYTES: 49;

@@ -1,7 +1,8 @@
 // redis-bf-check: answer membership questions from a redis-bf (or RedisBloom) filter downloaded
-// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them; and
-// from a cuckoo filter downloaded with CF.SCANDUMP, exactly as CF.EXISTS and CF.COUNT would
-// (CuckooFilter, at the end of this file).
+// with BF.SCANDUMP, in Node ≥ 18 or a browser, exactly as BF.MEXISTS would answer them; from a
+// cuckoo filter downloaded with CF.SCANDUMP, exactly as CF.EXISTS and CF.COUNT would
+// (CuckooFilter, after it); and from a Ribbon filter downloaded with RF.SCANDUMP, exactly as
+// RF.MEXISTS would (RibbonFilter, at the end of this file).
 //
 // Format (what BF.SCANDUMP returns): the first pair is (1, header); the header is packed little
 // endian, 20 bytes for the chain (u64 items, u32 layer count, u32 options, u32 expansion) then
@@ -60,7 +61,11 @@ const TWO32 = 4294967296;
  * missing). For a cuckoo filter's walk (CuckooFilter), CF.LOADCHUNK's verdicts: INVALID_HEADER
  * (`Invalid header`), CANNOT_CREATE (`Couldn't create filter!`), CANNOT_LOAD (`Couldn't load
  * chunk!`), INVALID_POSITION (`Invalid position`), ITEM_EXISTS (`ERR item exists`: a second
- * header), NOT_FOUND, and OUT_OF_MEMORY / INCOMPLETE as above.
+ * header), NOT_FOUND, and OUT_OF_MEMORY / INCOMPLETE as above. For a Ribbon filter's walk
+ * (RibbonFilter), the verdicts of the server's loader (core/src/ribbon/dump.rs): INVALID_HEADER
+ * (a header it refuses), OUT_OF_MEMORY (a body over maxBytes, or a shape too large), NOT_FOUND,
+ * NOT_NUMERIC, INVALID_POSITION (a chunk not at the next position, empty or past the body's end),
+ * BAD_DATA (bumped hashes not strictly increasing) and INCOMPLETE.
  */
 export class ScandumpError extends Error {
   /**
@@ -83,12 +88,19 @@ const MH = 0xc6a4a793 | 0;
 const ML = 0x5bd1e995 | 0;
 const MLU = 0x5bd1e995;
 
-// Each "× M mod 2^64" below is written out inline (it is the hot path): for x = (xh:xl),
+// Each "× M mod 2^64" below, for x = (xh:xl), is
 //   low word  = imul(xl, ML)
-//   high word = mulhi(xl, MLU) + imul(xl, MH) + imul(xh, ML)   (mod 2^32)
-// where mulhi, the high 32 bits of the 64-bit product xl × MLU, is computed exactly in doubles
-// from 16-bit pieces: t = (xl & 0xffff)·MLU < 2^47, u = (xl >>> 16)·MLU + ⌊t / 2^16⌋ < 2^48,
-// mulhi = ⌊u / 2^16⌋.
+//   high word = mulhi32(xl, MLU) + imul(xl, MH) + imul(xh, ML)   (mod 2^32)
+// where mulhi32, the high 32 bits of the 64-bit product xl × MLU, is computed exactly in
+// doubles from 16-bit pieces: t = (xl & 0xffff)·MLU < 2^48, u = (xl >>> 16)·MLU + ⌊t / 2^16⌋ <
+// 2^48, mulhi = ⌊u / 2^16⌋.
+
+/** The high 32 bits of a × b for unsigned 32-bit a, b (exact, from 16-bit pieces). */
+function mulhi32(a, b) {
+  const t = (a & 0xffff) * b;
+  const u = (a >>> 16) * b + ((t / 65536) >>> 0);
+  return (u / 65536) >>> 0;
+}
 
 /** Output of murmur64a: [high word, low word]. */
 const OUT = new Int32Array(2);
@@ -96,33 +108,21 @@ const OUT = new Int32Array(2);
 /** MurmurHash64A of bytes[0..len) with seed (sh:sl) → OUT. */
 function murmur64a(bytes, len, sh, sl) {
   // h = seed ^ (len × M)
-  let t = (len & 0xffff) * MLU;
-  let u = (len >>> 16) * MLU + ((t / 65536) >>> 0);
-  let hh = sh ^ ((((u / 65536) >>> 0) + Math.imul(len, MH)) | 0);
+  let hh = sh ^ ((mulhi32(len, MLU) + Math.imul(len, MH)) | 0);
   let hl = sl ^ Math.imul(len, ML);
   const end = len & ~7;
   let p = 0;
   for (; p < end; p += 8) {
     let kl = bytes[p] | (bytes[p + 1] << 8) | (bytes[p + 2] << 16) | (bytes[p + 3] << 24);
     let kh = bytes[p + 4] | (bytes[p + 5] << 8) | (bytes[p + 6] << 16) | (bytes[p + 7] << 24);
-    // k ×= M
-    t = (kl & 0xffff) * MLU;
-    u = (kl >>> 16) * MLU + ((t / 65536) >>> 0);
-    kh = (((u / 65536) >>> 0) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
-    kl = Math.imul(kl, ML);
-    // k ^= k >> 47 (only bits 15..31 of the high word land in the low word)
-    kl ^= kh >>> 15;
-    // k ×= M
-    t = (kl & 0xffff) * MLU;
-    u = (kl >>> 16) * MLU + ((t / 65536) >>> 0);
-    kh = (((u / 65536) >>> 0) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
-    kl = Math.imul(kl, ML);
+    // k ×= M; k ^= k >> 47 (only bits 15..31 of the high word land in the low word); k ×= M
+    kh = (mulhi32(kl, MLU) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
+    kl = Math.imul(kl, ML) ^ (kh >>> 15);
+    kh = (mulhi32(kl, MLU) + Math.imul(kl, MH) + Math.imul(kh, ML)) | 0;
     // h ^= k; h ×= M
     hh ^= kh;
-    hl ^= kl;
-    t = (hl & 0xffff) * MLU;
-    u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-    hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
+    hl ^= Math.imul(kl, ML);
+    hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
     hl = Math.imul(hl, ML);
   }
   const tail = len & 7;
@@ -136,19 +136,14 @@ function murmur64a(bytes, len, sh, sl) {
       case 2: hl ^= bytes[p + 1] << 8; // falls through
       case 1: hl ^= bytes[p];
     }
-    t = (hl & 0xffff) * MLU;
-    u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-    hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
+    hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
     hl = Math.imul(hl, ML);
   }
   // h ^= h >> 47; h ×= M; h ^= h >> 47
   hl ^= hh >>> 15;
-  t = (hl & 0xffff) * MLU;
-  u = (hl >>> 16) * MLU + ((t / 65536) >>> 0);
-  hh = (((u / 65536) >>> 0) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
-  hl = Math.imul(hl, ML);
+  hh = (mulhi32(hl, MLU) + Math.imul(hl, MH) + Math.imul(hh, ML)) | 0;
   OUT[0] = hh;
-  OUT[1] = hl ^ (hh >>> 15);
+  OUT[1] = Math.imul(hl, ML) ^ (hh >>> 15);
 }
 
 /** MurmurHash2 (32-bit) of bytes[0..len) with seed; legacy filters only. */
@@ -259,15 +254,13 @@ const MOD_BIG = 3; // anything larger: BigInt (slow, correct)
 const EMPTY = new Uint8Array(0);
 
 class Layer {
-  constructor(bytes, bits, items, error, bpe, hashes, entries, n2) {
-    this.bytes = bytes;
-    this.bits = bits;
-    this.items = items;
-    this.error = error;
-    this.bpe = bpe;
-    this.hashes = hashes;
-    this.entries = entries;
-    this.n2 = n2;
+  /**
+   * @param {{bytes: number, bits: number, items: number, error: number, bpe: number, hashes: number,
+   *   entries: number, n2: number}} record the layer's header record
+   */
+  constructor(record) {
+    Object.assign(this, record);
+    const { bits, n2 } = record;
     /** @type {Uint8Array} the bit array; allocated by the first chunk written into the layer
      * (until then every bit reads as 0, as in the server's zeroed array) */
     this.data = EMPTY;
@@ -455,6 +448,26 @@ class Offsets {
   }
 }
 
+/**
+ * Copies `data` into `array` (a Bloom layer or a cuckoo sub-filter: `bytes` long, its `data`
+ * allocated by the first non-empty chunk, all zero until then) from byte `off`.
+ */
+function writeInto(array, off, data) {
+  if (data.length === 0) return;
+  if (array.data.length !== array.bytes) array.data = new Uint8Array(array.bytes);
+  array.data.set(data, off);
+}
+
+/**
+ * A chunk placed by `filter.placeChunk` (the LOADCHUNK checks; it throws before anything is
+ * written) and copied into `arrays[at]`; returns the [start, end) offsets written.
+ */
+function applyPlaced(filter, arrays, iter, data) {
+  const [start, end, at, off] = filter.placeChunk(iter, data);
+  writeInto(arrays[at], off, data);
+  return [start, end];
+}
+
 function isWindowHeader(data) {
   if (data.length < 12) return false;
   for (let i = 0; i < 8; i++) if (data[i] !== WINDOW_MAGIC[i]) return false;
@@ -564,8 +577,9 @@ export class BloomFilter {
     if (totalBytes > BigInt(Number.MAX_SAFE_INTEGER)) {
       throw new ScandumpError('OUT_OF_MEMORY', `the layers take ${totalBytes} bytes, more than a JS array can hold`);
     }
-    const layers = shapes.map(([bytes, items, error, bpe, hashes, entries, n2]) =>
-      new Layer(Number(bytes), Number(bytes) * 8, Number(items), error, bpe, hashes, Number(entries), n2));
+    const layers = shapes.map(([bytes, items, error, bpe, hashes, entries, n2]) => new Layer({
+      bytes: Number(bytes), bits: Number(bytes) * 8, items: Number(items), error, bpe, hashes, entries: Number(entries), n2,
+    }));
     return new BloomFilter(Number(size), options, growth, layers);
   }
 
@@ -578,22 +592,7 @@ export class BloomFilter {
    * @returns {[number, number]} the [start, end) byte offsets written
    */
   applyChunk(iter, data) {
-    data = toBytes(data, 'chunk');
-    const [start, end, j, off] = this.placeChunk(iter, data);
-    this.write(j, off, data);
-    return [start, end];
-  }
-
-  /**
-   * Copies `data` into layer `j` from `off` (placed by placeChunk).
-   * @private
-   */
-  write(j, off, data) {
-    const l = this.layers[j];
-    if (data.length > 0) {
-      if (l.data.length !== l.bytes) l.data = new Uint8Array(l.bytes);
-      l.data.set(data, off);
-    }
+    return applyPlaced(this, this.layers, iter, toBytes(data, 'chunk'));
   }
 
   /**
@@ -691,7 +690,7 @@ export class BloomFilter {
     }
     // In walk order, as the server applies them (a later chunk overwrites an earlier one).
     written.sort((x, y) => x[5] - y[5]);
-    for (const [, , j, off, data] of written) filter.write(j, off, data);
+    for (const [, , j, off, data] of written) writeInto(filter.layers[j], off, data);
     return filter;
   }
 
@@ -986,20 +985,7 @@ export class CuckooFilter {
    * @returns {[number, number]} the [start, end) offsets written, over all tables
    */
   applyChunk(iter, data) {
-    data = toCfBytes(data, 'chunk');
-    const [start, end, at, off] = this.placeChunk(iter, data);
-    this.write(at, off, data);
-    return [start, end];
-  }
-
-  /**
-   * Copies `data` into sub-filter `at` from `off` (placed by placeChunk).
-   * @private
-   */
-  write(at, off, data) {
-    const f = this.subFilters[at];
-    if (f.data.length !== f.bytes) f.data = new Uint8Array(f.bytes);
-    f.data.set(data, off);
+    return applyPlaced(this, this.subFilters, iter, toCfBytes(data, 'chunk'));
   }
 
   /**
@@ -1052,7 +1038,7 @@ export class CuckooFilter {
       throw new ScandumpError('INCOMPLETE', `incomplete CF.SCANDUMP walk: bytes from offset ${covered} of ${total} are missing`);
     }
     placed.sort((x, y) => x[5] - y[5]);
-    for (const [, , at, off, data] of placed) filter.write(at, off, data);
+    for (const [, , at, off, data] of placed) writeInto(filter.subFilters[at], off, data);
     return filter;
   }
 
@@ -1063,19 +1049,7 @@ export class CuckooFilter {
    * @returns {boolean}
    */
   has(item) {
-    const len = encodeItem(item);
-    cuckooLookup(scratch, len);
-    const fp = LOOKUP[0];
-    const bs = this.bucketSize;
-    for (const f of this.subFilters) {
-      const d = f.data;
-      if (d.length === 0) continue;
-      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
-      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) return true;
-    }
-    return false;
+    return this.slotsHolding(item, true) > 0;
   }
 
   /**
@@ -1085,6 +1059,15 @@ export class CuckooFilter {
    * @returns {number}
    */
   count(item) {
+    return this.slotsHolding(item, false);
+  }
+
+  /**
+   * The slots holding the item's fingerprint in its two buckets of every sub-filter, newest
+   * last; with `first`, 1 at the first such slot.
+   * @private
+   */
+  slotsHolding(item, first) {
     const len = encodeItem(item);
     cuckooLookup(scratch, len);
     const fp = LOOKUP[0];
@@ -1093,10 +1076,13 @@ export class CuckooFilter {
     for (const f of this.subFilters) {
       const d = f.data;
       if (d.length === 0) continue;
-      let s = f.bucket(LOOKUP[1], LOOKUP[2]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
-      s = f.bucket(LOOKUP[3], LOOKUP[4]) * bs;
-      for (let i = 0; i < bs; i++) if (d[s + i] === fp) n++;
+      for (const s of [f.bucket(LOOKUP[1], LOOKUP[2]) * bs, f.bucket(LOOKUP[3], LOOKUP[4]) * bs]) {
+        for (let i = 0; i < bs; i++) {
+          if (d[s + i] !== fp) continue;
+          if (first) return 1;
+          n++;
+        }
+      }
     }
     return n;
   }
@@ -1148,3 +1134,338 @@ function toCfPosition(it, allowZero = false) {
 export { CF_HEADER_BYTES, CF_DEFAULT_MAX_EXPANSION };
 
 export { OPT_NOROUND, OPT_ENTS_IS_BITS, OPT_FORCE64, OPT_NO_SCALING, DEFAULT_MAX_BYTES, MAX_LAYERS };
+
+// ---------------------------------------------------------------------------------------------
+// Ribbon filters (RF.*)
+//
+// Format (docs/format.md "Ribbon filters"; what RF.SCANDUMP returns): the first pair is
+// (1, header), 49 bytes little endian: u8 version (1), f64 error rate, u64 items, u64 blocks,
+// u32 r (columns of the lower blocks), u64 upper_start (the first block with r + 1 columns),
+// u32 seed, u64 bumped hashes. Every later pair is (next iterator, bytes): a run of the body,
+// which starts at body position `next - len` (1-based) and must follow the previous run. The
+// body is the solution, block after block, each column as two u64 (low half first; bit t is
+// slot 128·block + t), then the bumped hashes, increasing; every word a u64 little endian.
+//
+// An item's hash is h = MurmurHash64A(item, 0xc6a4a7935bd1e995). Its start slot is
+// s = (h × (slots − 127)) >> 64; with fmix64 the MurmurHash3 finalizer, k = fmix64(h XOR
+// (seed × 0x9e3779b97f4a7c15)), coefficients c = (fmix64(k XOR 0x5851f42d4c957f2d) << 64 | k)
+// | 1 (128 bits), result b = the low 32 bits of fmix64(k XOR 0x14057b7ef767814f). The item is
+// present when, for each column j of block s / 128, the parity of the column's 128 slots from s
+// ANDed with c is bit j of b, or when h is one of the bumped hashes.
+
+/** Bytes of an RF.SCANDUMP header. */
+const RF_HEADER_BYTES = 49;
+/** The copy form's version. */
+const RF_VERSION = 1;
+/** Most distinct items a filter is built from (2^32 − 2). */
+const RF_MAX_ITEMS = 2n ** 32n - 2n;
+/** Most columns of a block. */
+const RF_MAX_RESULT_BITS = 32;
+/** Most u64 words of a solution (2^58). */
+const RF_MAX_WORDS = 2n ** 58n;
+/** The header's fields after the version: name, DataView getter, byte offset. */
+const RF_HEADER_FIELDS = [
+  ['errorRate', 'getFloat64', 1], ['items', 'getBigUint64', 9], ['blocks', 'getBigUint64', 17],
+  ['lowerBits', 'getUint32', 25], ['upperStart', 'getBigUint64', 29], ['seed', 'getUint32', 37],
+  ['bumped', 'getBigUint64', 41],
+];
+/** Little-endian platform (every JS engine in use): the body is read in place as u32 words. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+// fmix64 multipliers as 32-bit halves (signed, for Math.imul) and low halves unsigned.
+const F1H = 0xff51afd7 | 0;
+const F1L = 0xed558ccd | 0;
+const F1LU = 0xed558ccd;
+const F2H = 0xc4ceb9fe | 0;
+const F2L = 0x1a85ec53 | 0;
+const F2LU = 0x1a85ec53;
+
+/** fmix64 of (hi:lo) → OUT (high word, low word). */
+function fmix64(hi, lo) {
+  lo = (lo ^ (hi >>> 1)) >>> 0;
+  let h = (mulhi32(lo, F1LU) + Math.imul(lo, F1H) + Math.imul(hi, F1L)) >>> 0;
+  let l = Math.imul(lo, F1L) >>> 0;
+  l = (l ^ (h >>> 1)) >>> 0;
+  const h2 = (mulhi32(l, F2LU) + Math.imul(l, F2H) + Math.imul(h, F2L)) >>> 0;
+  const l2 = Math.imul(l, F2L) >>> 0;
+  OUT[0] = h2;
+  OUT[1] = (l2 ^ (h2 >>> 1)) >>> 0;
+}
+
+/** Parity of a 32-bit word. */
+function parity32(x) {
+  x ^= x >>> 16;
+  x ^= x >>> 8;
+  x ^= x >>> 4;
+  return (0x6996 >>> (x & 0xf)) & 1;
+}
+
+/** An RF.LOADCHUNK iterator, read with Redis' integer rules as toIterator does. */
+function rfIterator(it) {
+  try {
+    return toIterator(it, 'chunk');
+  } catch (e) {
+    if (e instanceof ScandumpError) e.message = e.message.replace('BF.LOADCHUNK', 'RF.LOADCHUNK');
+    throw e;
+  }
+}
+
+/** The 64-bit words of `view` at byte `at`: [high, low] as unsigned 32-bit numbers. */
+function u64Halves(view, at) {
+  return [view.getUint32(at + 4, true), view.getUint32(at, true)];
+}
+
+/**
+ * A Ribbon filter rebuilt from an RF.SCANDUMP walk; read-only. Built with its header
+ * ({@link RibbonFilter.decodeHeader}) and filled by its body chunks in order
+ * ({@link RibbonFilter#applyChunk}); it answers only once the whole body has arrived, so a
+ * half-copied filter never answers a false "no".
+ */
+export class RibbonFilter {
+  /**
+   * @param {{errorRate: number, items: number, blocks: number, lowerBits: number, upperStart: number,
+   *   seed: number, bumpedCount: number, byteLength: number}} fields the header's, public (see
+   *   index.d.ts): the error rate it was built for (RF.INFO Error rate), distinct items it was
+   *   built from (RF.CARD), blocks of 128 slots, r (columns of the lower blocks), the first
+   *   block with r + 1 columns (`blocks` when none has), its rows' seed, hashes kept exactly,
+   *   bytes of the body (8 per solution word and per bumped hash)
+   * @param {number} bumpedAt the u32 index of the first bumped hash in the body
+   * @private
+   */
+  constructor(fields, bumpedAt) {
+    Object.assign(this, fields);
+    /** @private */
+    this.bumpedAt = bumpedAt;
+    /** @private the body, written in order; its u32 view once complete */
+    this.body = new Uint8Array(this.byteLength);
+    /** @private body bytes received */
+    this.received = 0;
+    /** @private */
+    this.words32 = null;
+    /** @private slots − 127, the number of start positions */
+    this.starts = this.blocks * 128 - 127;
+    // seed × 0x9e3779b97f4a7c15 mod 2^64, XORed into every hash.
+    const mix = (BigInt(this.seed) * 0x9e3779b97f4a7c15n) & U64_MAX;
+    /** @private */
+    this.mixHi = Number(mix >> 32n);
+    /** @private */
+    this.mixLo = Number(mix & 0xffffffffn);
+  }
+
+  /**
+   * Decodes a header (RF.SCANDUMP's data for iterator 0) with the checks of the server's
+   * loader, in its order, before allocating anything: 49 bytes, version 1, an error rate in
+   * (0, 1), at most 2^32 − 2 items and no more bumped hashes than items, at least one block, r
+   * ≥ 1, at most 32 columns in a block, `upper_start` ≤ blocks, a solution of at most 2^58
+   * words; then the body within `maxBytes`. The filter returned has an empty body, to be
+   * filled by {@link RibbonFilter#applyChunk}.
+   * @param {Uint8Array} data
+   * @param {{maxBytes?: number}} [opts] maxBytes: largest body accepted (default 1 GiB)
+   * @returns {RibbonFilter}
+   * @throws {ScandumpError} INVALID_HEADER, OUT_OF_MEMORY
+   */
+  static decodeHeader(data, opts = {}) {
+    const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+    checkMaxBytes(maxBytes);
+    data = toCfBytes(data, 'header');
+    const bad = (why) => new ScandumpError('INVALID_HEADER', `bad RF.SCANDUMP header: ${why}`);
+    if (data.length !== RF_HEADER_BYTES) throw bad(`${data.length} bytes, ${RF_HEADER_BYTES} expected`);
+    if (data[0] !== RF_VERSION) throw bad(`version ${data[0]}, ${RF_VERSION} expected`);
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const h = {};
+    for (const [name, get, at] of RF_HEADER_FIELDS) h[name] = view[get](at, true);
+    const { errorRate, items, blocks, lowerBits, upperStart, seed, bumped } = h;
+    if (!(errorRate > 0 && errorRate < 1)) throw bad(`error rate ${errorRate} is not between 0 and 1`);
+    if (items > RF_MAX_ITEMS) throw bad(`${items} items, more than ${RF_MAX_ITEMS}`);
+    if (bumped > items) throw bad(`${bumped} bumped hashes, more than its ${items} items`);
+    const top = lowerBits + (upperStart < blocks ? 1 : 0);
+    if (blocks === 0n) throw bad('no blocks');
+    if (lowerBits === 0) throw bad('no result bits');
+    if (top > RF_MAX_RESULT_BITS) throw bad(`${top} columns in a block, more than ${RF_MAX_RESULT_BITS}`);
+    if (upperStart > blocks) throw bad(`upper blocks start at ${upperStart}, past the ${blocks} blocks`);
+    const words = 2n * (blocks * BigInt(lowerBits) + blocks - upperStart);
+    const bytes = (words + bumped) * 8n;
+    if (words > RF_MAX_WORDS || (maxBytes !== Infinity && bytes > BigInt(maxBytes))) {
+      throw new ScandumpError('OUT_OF_MEMORY',
+        `the body takes ${bytes} bytes, more than the limit of ${maxBytes} (option maxBytes)`);
+    }
+    if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ScandumpError('OUT_OF_MEMORY', `the body takes ${bytes} bytes, more than a JS array can hold`);
+    }
+    const fields = { errorRate, items: Number(items), blocks: Number(blocks), lowerBits, upperStart: Number(upperStart), seed };
+    return new RibbonFilter({ ...fields, bumpedCount: Number(bumped), byteLength: Number(bytes) }, Number(words) * 2);
+  }
+
+  /** The body position (1-based) the next chunk must start at. */
+  get nextPosition() {
+    return this.received + 1;
+  }
+
+  /** Has the whole body arrived? */
+  get complete() {
+    return this.words32 !== null;
+  }
+
+  /**
+   * Copies the next body chunk in: `iter` is the iterator RF.SCANDUMP returned with it, so
+   * the chunk starts at body position `iter - len` (1-based), which must be
+   * {@link RibbonFilter#nextPosition}; chunks come in order, each once, none empty or past the
+   * body's end. The last one completes the body, whose bumped hashes must be strictly
+   * increasing. Nothing changes when it throws INVALID_POSITION or NOT_NUMERIC; after BAD_DATA
+   * the filter is not usable (as the server's loader, which is dropped).
+   * @param {number|bigint|string} iter
+   * @param {Uint8Array} data
+   * @throws {ScandumpError} NOT_NUMERIC, INVALID_POSITION, BAD_DATA
+   */
+  applyChunk(iter, data) {
+    data = toCfBytes(data, 'chunk');
+    const it = rfIterator(iter);
+    const len = data.length;
+    const at = typeof it === 'bigint' ? Number.NaN : it - len;
+    const rest = this.byteLength - this.received;
+    if (this.complete || at !== this.received + 1 || len === 0 || len > rest) {
+      const why = len === 0 ? 'an empty chunk' : len > rest ? `${len} bytes, ${rest} left in the body`
+        : `position ${typeof it === 'bigint' ? it - BigInt(len) : at}, not the next one (${this.received + 1})`;
+      throw new ScandumpError('INVALID_POSITION', `invalid RF.SCANDUMP chunk at iterator ${it}: ${why}`);
+    }
+    this.body.set(data, this.received);
+    this.received += len;
+    if (this.received === this.byteLength) this.finish();
+  }
+
+  /** The body is complete: checks the bumped hashes and makes the words readable. @private */
+  finish() {
+    const body = this.body;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    let prev = null;
+    for (let i = 0; i < this.bumpedCount; i++) {
+      const [hi, lo] = u64Halves(view, this.bumpedAt * 4 + 8 * i);
+      if (prev !== null && (hi < prev[0] || (hi === prev[0] && lo <= prev[1]))) {
+        throw new ScandumpError('BAD_DATA', `bumped hash ${i} is not above the one before it: not a Ribbon filter`);
+      }
+      prev = [hi, lo];
+    }
+    let words = new Uint32Array(body.buffer, body.byteOffset, body.byteLength >>> 2);
+    if (!LITTLE_ENDIAN) {
+      words = new Uint32Array(body.byteLength >>> 2);
+      for (let i = 0; i < words.length; i++) words[i] = view.getUint32(4 * i, true);
+    }
+    this.words32 = words;
+  }
+
+  /**
+   * Rebuilds a filter from a whole RF.SCANDUMP walk: the `[iterator, data]` pairs it returned,
+   * header first (iterator 1), then the body chunks in order; a final `[0, empty]` pair is
+   * ignored. Work and memory: O(B) for a body of B bytes (at most maxBytes, checked from the
+   * header before anything is allocated), O(1) per chunk.
+   * @param {Iterable<[number|bigint|string, Uint8Array|ArrayBuffer|null]>} chunks
+   * @param {{maxBytes?: number}} [opts] maxBytes: largest body accepted (default 1 GiB)
+   * @returns {RibbonFilter}
+   * @throws {ScandumpError} NOT_FOUND (the first pair is not the header), INVALID_HEADER,
+   *   OUT_OF_MEMORY, NOT_NUMERIC, INVALID_POSITION, BAD_DATA, INCOMPLETE
+   */
+  static fromScandump(chunks, opts = {}) {
+    let filter = null;
+    for (const pair of chunks) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError('each chunk must be an [iterator, data] pair');
+      const [it, raw] = pair;
+      const empty = raw === null || raw === undefined || (ArrayBuffer.isView(raw) && raw.byteLength === 0);
+      if (empty && rfIterator(it) === 0) continue; // the end of the walk
+      if (filter === null) {
+        if (rfIterator(it) !== 1) {
+          throw new ScandumpError('NOT_FOUND',
+            `the first pair must be the header (iterator 1), got iterator ${String(it)} (RF.LOADCHUNK of a chunk before its header would answer ERR not found)`);
+        }
+        filter = RibbonFilter.decodeHeader(raw, opts);
+        continue;
+      }
+      filter.applyChunk(it, raw);
+    }
+    if (filter === null) throw new ScandumpError('INCOMPLETE', 'no header: the RF.SCANDUMP walk is empty');
+    if (!filter.complete) {
+      throw new ScandumpError('INCOMPLETE',
+        `incomplete RF.SCANDUMP walk: body bytes from position ${filter.nextPosition} of ${filter.byteLength} are missing`);
+    }
+    return filter;
+  }
+
+  /**
+   * True when the item may be in the set the filter was built from (RF.EXISTS's 1); false
+   * means it certainly is not.
+   * @param {string|Uint8Array} item a string (hashed as UTF-8) or bytes
+   * @returns {boolean}
+   * @throws {ScandumpError} INCOMPLETE before the whole body has arrived
+   */
+  has(item) {
+    const w = this.words32;
+    if (w === null) {
+      throw new ScandumpError('INCOMPLETE', `the body is incomplete (${this.received} of ${this.byteLength} bytes): no answer`);
+    }
+    const len = encodeItem(item);
+    murmur64a(scratch, len, MH, ML);
+    const hh = OUT[0] >>> 0;
+    const hl = OUT[1] >>> 0;
+    // Start slot: the high 64 bits of h × starts.
+    const starts = this.starts;
+    let start;
+    if (starts < TWO32) {
+      const low = (Math.imul(hh, starts) >>> 0) + mulhi32(hl, starts);
+      start = mulhi32(hh, starts) + (low >= TWO32 ? 1 : 0);
+    } else {
+      start = Number(((((BigInt(hh) << 32n) | BigInt(hl)) * BigInt(starts)) >> 64n));
+    }
+    fmix64((hh ^ this.mixHi) >>> 0, (hl ^ this.mixLo) >>> 0);
+    const kh = OUT[0];
+    const kl = OUT[1];
+    fmix64((kh ^ 0x5851f42d) >>> 0, (kl ^ 0x4c957f2d) >>> 0);
+    const c3 = OUT[0];
+    const c2 = OUT[1];
+    fmix64((kh ^ 0x14057b7e) >>> 0, (kl ^ 0xf767814f) >>> 0);
+    const b = OUT[1];
+    const c0 = kl | 1;
+    const c1 = kh;
+    const block = Math.floor(start / 128);
+    const shift = start % 128;
+    const lower = this.lowerBits;
+    const upper = block >= this.upperStart;
+    const columns = lower + (upper ? 1 : 0);
+    const base = 4 * (block * lower + (upper ? block - this.upperStart : 0));
+    const q = shift >>> 5;
+    const r = shift & 31;
+    let solved = true;
+    for (let j = 0; j < columns && solved; j++) {
+      const at = base + 4 * j;
+      let x0, x1, x2, x3;
+      if (shift === 0) {
+        x0 = w[at]; x1 = w[at + 1]; x2 = w[at + 2]; x3 = w[at + 3];
+      } else {
+        // The 256 bits of this column then the same column of the next block, from `shift`.
+        const next = at + 4 * columns;
+        const word = (i) => (i < 4 ? w[at + i] : w[next + i - 4]);
+        const bits = (i) => (r === 0 ? word(q + i) : (word(q + i) >>> r) | (word(q + i + 1) << (32 - r)));
+        x0 = bits(0); x1 = bits(1); x2 = bits(2); x3 = bits(3);
+      }
+      if (parity32((x0 & c0) ^ (x1 & c1) ^ (x2 & c2) ^ (x3 & c3)) !== ((b >>> j) & 1)) solved = false;
+    }
+    return solved || this.isBumped(hh, hl);
+  }
+
+  /** Is (hi:lo) one of the bumped hashes? Binary search. @private */
+  isBumped(hi, lo) {
+    const w = this.words32;
+    let a = 0;
+    let z = this.bumpedCount;
+    while (a < z) {
+      const m = (a + z) >>> 1;
+      const at = this.bumpedAt + 2 * m;
+      const h = w[at + 1];
+      const l = w[at];
+      if (h === hi && l === lo) return true;
+      if (h < hi || (h === hi && l < lo)) a = m + 1;
+      else z = m;
+    }
+    return false;
+  }
+}
+
+export { RF_HEADER_BYTES };

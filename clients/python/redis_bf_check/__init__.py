@@ -1,5 +1,6 @@
 """Check membership in a redis-bf / RedisBloom Bloom filter locally, from its BF.SCANDUMP dump
-(and in a cuckoo filter, from its CF.SCANDUMP dump: :class:`CuckooFilter`).
+(in a cuckoo filter, from its CF.SCANDUMP dump: :class:`CuckooFilter`; in a Ribbon filter, from
+its RF.SCANDUMP dump: :class:`RibbonFilter`).
 
 Pure Python, no dependencies. ``BloomFilter.from_scandump(chunks)`` takes the ``(iterator,
 bytes)`` pairs of a whole ``BF.SCANDUMP`` walk (header first) and ``filter.contains(item)``
@@ -121,24 +122,48 @@ def _unpacker(words: int):
     return u
 
 
-def murmur64a(data: bytes, seed: int) -> int:
-    """MurmurHash64A (Austin Appleby) of ``data`` with a 64-bit ``seed``; words little endian."""
+def _words64(data: bytes) -> Tuple[Sequence[int], Optional[int]]:
+    """The part of MurmurHash64A that does not depend on the seed: each whole 8-byte word ``k``
+    (little endian) as ``((k*m) ^ ((k*m) >> 47)) * m``, and the last ``len % 8`` bytes as an
+    int (``None`` when there are none)."""
     m = _M64
     mask = _MASK64
     n = len(data)
-    h = (seed ^ (n * m)) & mask
-    words = n >> 3
-    if words:
-        for k in _unpacker(words)(data):
-            k = (k * m) & mask
-            k ^= k >> 47
-            h = ((h ^ ((k * m) & mask)) * m) & mask
+    nw = n >> 3
+    if nw == 0:
+        ks: Sequence[int] = ()
+    elif nw == 1:
+        (k,) = _unpacker(1)(data)
+        k = (k * m) & mask
+        ks = ((((k ^ (k >> 47)) * m) & mask),)
+    elif nw == 2:
+        k, k2 = _unpacker(2)(data)
+        k = (k * m) & mask
+        k2 = (k2 * m) & mask
+        ks = ((((k ^ (k >> 47)) * m) & mask), (((k2 ^ (k2 >> 47)) * m) & mask))
+    else:
+        ks = [(((km := (k * m) & mask) ^ (km >> 47)) * m) & mask for k in _unpacker(nw)(data)]
     tail = n & 7
-    if tail:
-        h = ((h ^ int.from_bytes(data[n - tail :], "little")) * m) & mask
-    h ^= h >> 47
-    h = (h * m) & mask
+    return ks, (int.from_bytes(data[n - tail :], "little") if tail else None)
+
+
+def _mix64(h: int, ks: Sequence[int], t: Optional[int]) -> int:
+    """MurmurHash64A from its start value ``h = seed ^ (len * m)`` and :func:`_words64`'s
+    parts."""
+    m = _M64
+    mask = _MASK64
+    for k in ks:
+        h = ((h ^ k) * m) & mask
+    if t is not None:
+        h = ((h ^ t) * m) & mask
+    h = ((h ^ (h >> 47)) * m) & mask
     return h ^ (h >> 47)
+
+
+def murmur64a(data: bytes, seed: int) -> int:
+    """MurmurHash64A (Austin Appleby) of ``data`` with a 64-bit ``seed``; words little endian."""
+    ks, t = _words64(data)
+    return _mix64((seed ^ (len(data) * _M64)) & _MASK64, ks, t)
 
 
 def murmur2_32(data: bytes, seed: int) -> int:
@@ -190,14 +215,9 @@ class _Layer:
     __slots__ = ("nbytes", "bits", "items", "error", "bpe", "hashes", "entries", "n2", "modulus", "_data", "_pieces")
 
     def __init__(self, nbytes, bits, items, error, bpe, hashes, entries, n2):
-        self.nbytes = nbytes
-        self.bits = bits
-        self.items = items
-        self.error = error
-        self.bpe = bpe
-        self.hashes = hashes
-        self.entries = entries
-        self.n2 = n2
+        # The header's fields, in its order: the first eight slots.
+        for name, value in zip(self.__slots__, (nbytes, bits, items, error, bpe, hashes, entries, n2)):
+            setattr(self, name, value)
         self.modulus = (1 << n2) if n2 > 0 else bits
         self._data = None
         self._pieces = []
@@ -529,50 +549,12 @@ class BloomFilter:
             a = murmur2_32(data, _SEED32)
             b = murmur2_32(data, a)
         else:
-            # MurmurHash64A twice (seed, then a), inlined: this is the hot path. The word
-            # transform k -> ((k*m) ^ ((k*m) >> 47)) * m does not depend on the seed, so it is
-            # done once for both hashes.
-            m = _M64
-            mask = _MASK64
-            n = len(data)
-            nw = n >> 3
-            tail = n & 7
-            t = int.from_bytes(data[n - tail :], "little") if tail else 0
-            nm = (n * m) & mask
-            ha = _SEED64 ^ nm
-            if nw == 0:
-                ks = ()
-            elif nw == 1:
-                (k,) = _unpacker(1)(data)
-                k = (k * m) & mask
-                ks = ((((k ^ (k >> 47)) * m) & mask),)
-                ha = ((ha ^ ks[0]) * m) & mask
-            elif nw == 2:
-                k, k2 = _unpacker(2)(data)
-                k = (k * m) & mask
-                k = ((k ^ (k >> 47)) * m) & mask
-                k2 = (k2 * m) & mask
-                k2 = ((k2 ^ (k2 >> 47)) * m) & mask
-                ks = (k, k2)
-                ha = ((((ha ^ k) * m) & mask ^ k2) * m) & mask
-            else:
-                ks = [
-                    (((km := (k * m) & mask) ^ (km >> 47)) * m) & mask
-                    for k in _unpacker(nw)(data)
-                ]
-                for k in ks:
-                    ha = ((ha ^ k) * m) & mask
-            if tail:
-                ha = ((ha ^ t) * m) & mask
-            ha = ((ha ^ (ha >> 47)) * m) & mask
-            a = ha ^ (ha >> 47)
-            hb = a ^ nm
-            for k in ks:
-                hb = ((hb ^ k) * m) & mask
-            if tail:
-                hb = ((hb ^ t) * m) & mask
-            hb = ((hb ^ (hb >> 47)) * m) & mask
-            b = hb ^ (hb >> 47)
+            # MurmurHash64A twice (seed, then a): the words' transform does not depend on the
+            # seed, so it is done once for both hashes.
+            ks, t = _words64(data)
+            nm = (len(data) * _M64) & _MASK64
+            a = _mix64(_SEED64 ^ nm, ks, t)
+            b = _mix64(a ^ nm, ks, t)
         checks = self._checks
         if not checks:
             # Newest layer first, as BF.MEXISTS; (modulus, the k - 1 later positions, bits). A
@@ -906,3 +888,232 @@ class CuckooFilter:
         """CF.COUNT's answer: the slots holding the item's fingerprint in its two buckets of
         every sub-filter (one bucket counted twice when both indexes meet in it)."""
         return sum(a.count(fp) + b.count(fp) for fp, a, b in self._buckets_of(item))
+
+
+# -- Ribbon filters (RF.*) ---------------------------------------------------------------------
+#
+# Format (docs/format.md "Ribbon filters"; what RF.SCANDUMP returns): the first pair is
+# ``(1, header)``, 49 bytes little endian: u8 version (1), f64 error rate, u64 items, u64
+# blocks, u32 r (columns of the lower blocks), u64 upper_start (the first block with r + 1
+# columns), u32 seed, u64 bumped hashes. Each later pair is ``(next iterator, data)``: a run of
+# the body starting at body position ``next - len`` (1-based), right after the previous run. The
+# body is the solution, block after block, each column two u64 (low half first; bit t is slot
+# 128·block + t), then the bumped hashes, increasing; every word a u64 little endian.
+#
+# An item's hash is ``h = MurmurHash64A(item, 0xc6a4a7935bd1e995)``; its start slot
+# ``s = (h * (slots - 127)) >> 64``; with ``fmix64`` the MurmurHash3 finalizer, ``k =
+# fmix64(h ^ (seed * 0x9e3779b97f4a7c15))``, coefficients ``c = (fmix64(k ^
+# 0x5851f42d4c957f2d) << 64 | k) | 1`` (128 bits), result ``b`` the low 32 bits of ``fmix64(k ^
+# 0x14057b7ef767814f)``. The item is present when for each column ``j`` of block ``s // 128``
+# the parity of the column's 128 slots from ``s`` ANDed with ``c`` is bit ``j`` of ``b``, or
+# when ``h`` is one of the bumped hashes.
+
+#: Bytes of an RF.SCANDUMP header.
+RF_HEADER_BYTES = 49
+#: The copy form's version.
+RF_VERSION = 1
+#: Most distinct items a filter is built from (2**32 - 2).
+RF_MAX_ITEMS = (1 << 32) - 2
+#: Most columns of a block.
+RF_MAX_RESULT_BITS = 32
+_RF_HEADER = struct.Struct("<BdQQIQIQ")
+_MASK128 = (1 << 128) - 1
+
+__all__ += ["RibbonFilter", "RF_HEADER_BYTES"]
+
+
+def _fmix64(x: int) -> int:
+    """The MurmurHash3 64-bit finalizer."""
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _MASK64
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & _MASK64
+    return x ^ (x >> 33)
+
+
+class RibbonFilter:
+    """A Ribbon filter rebuilt from an RF.SCANDUMP walk; read-only. Made by its header
+    (:meth:`decode_header`) and filled by its body chunks in order (:meth:`apply_chunk`); it
+    answers only once the whole body has arrived, so a half-copied filter never answers a false
+    "no". :meth:`contains` answers as RF.EXISTS / RF.MEXISTS.
+
+    Attributes, from the header: ``error_rate`` (the rate it was built for, RF.INFO ``Error
+    rate``), ``items`` (distinct items it was built from, RF.CARD), ``blocks`` (of 128 slots),
+    ``lower_bits`` (r, the columns of the lower blocks), ``upper_start`` (the first block with
+    r + 1 columns; ``blocks`` when none has), ``seed`` (its rows' seed), ``bumped_count``
+    (hashes kept exactly) and ``byte_length`` (bytes of the body: 8 per solution word and per
+    bumped hash)."""
+
+    def __init__(self, fields: dict, words: int):
+        self.__dict__.update(fields)
+        self._words = words
+        self._body = bytearray(self.byte_length)
+        self._received = 0
+        self._columns: Optional[List[int]] = None
+        self._bumped: frozenset = frozenset()
+        self._starts = self.blocks * 128 - 127
+        self._mix = (self.seed * 0x9E3779B97F4A7C15) & _MASK64
+
+    @classmethod
+    def decode_header(cls, data: Bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> "RibbonFilter":
+        """Decodes a header (RF.SCANDUMP's data for iterator 0) with the checks of the server's
+        loader, in its order, before allocating anything: 49 bytes, version 1, an error rate in
+        (0, 1), at most 2**32 - 2 items and no more bumped hashes than items, at least one
+        block, r >= 1, at most 32 columns in a block, ``upper_start <= blocks``, a solution of
+        at most 2**58 words; then the body (bytes) within ``max_bytes`` (default 1 GiB). The
+        filter returned has an empty body, to be filled by :meth:`apply_chunk`.
+
+        Raises :class:`ScandumpError`: ``INVALID_HEADER``, ``OUT_OF_MEMORY``."""
+        _check_max_bytes(max_bytes)
+        data = _cf_bytes(data, "header")
+
+        def bad(why):
+            return ScandumpError("INVALID_HEADER", "bad RF.SCANDUMP header: " + why)
+
+        if len(data) != RF_HEADER_BYTES:
+            raise bad("%d bytes, %d expected" % (len(data), RF_HEADER_BYTES))
+        version, error_rate, items, blocks, r, upper, seed, bumped = _RF_HEADER.unpack(data)
+        if version != RF_VERSION:
+            raise bad("version %d, %d expected" % (version, RF_VERSION))
+        if not 0.0 < error_rate < 1.0:
+            raise bad("error rate %r is not between 0 and 1" % error_rate)
+        if items > RF_MAX_ITEMS:
+            raise bad("%d items, more than %d" % (items, RF_MAX_ITEMS))
+        if bumped > items:
+            raise bad("%d bumped hashes, more than its %d items" % (bumped, items))
+        top = r + (1 if upper < blocks else 0)
+        if blocks == 0:
+            raise bad("no blocks")
+        if r == 0:
+            raise bad("no result bits")
+        if top > RF_MAX_RESULT_BITS:
+            raise bad("%d columns in a block, more than %d" % (top, RF_MAX_RESULT_BITS))
+        if upper > blocks:
+            raise bad("upper blocks start at %d, past the %d blocks" % (upper, blocks))
+        words = 2 * (blocks * r + blocks - upper)
+        nbytes = (words + bumped) * 8
+        if words > 1 << 58 or nbytes > max_bytes:
+            raise ScandumpError(
+                "OUT_OF_MEMORY",
+                "the body takes %d bytes, more than the limit of %d (argument max_bytes)" % (nbytes, max_bytes),
+            )
+        fields = dict(error_rate=error_rate, items=items, blocks=blocks, lower_bits=r, upper_start=upper, seed=seed)
+        return cls(dict(fields, bumped_count=bumped, byte_length=nbytes), words)
+
+    @property
+    def next_position(self) -> int:
+        """The body position (1-based) the next chunk must start at."""
+        return self._received + 1
+
+    @property
+    def complete(self) -> bool:
+        """Has the whole body arrived?"""
+        return self._columns is not None
+
+    def apply_chunk(self, iterator, data: Bytes) -> None:
+        """Copies the next body chunk in: ``iterator`` is the one RF.SCANDUMP returned with it,
+        so the chunk starts at body position ``iterator - len`` (1-based), which must be
+        :attr:`next_position`; chunks come in order, each once, none empty or past the body's
+        end. The last one completes the body, whose bumped hashes must be strictly increasing.
+
+        Raises :class:`ScandumpError`: ``NOT_NUMERIC``, ``INVALID_POSITION`` (nothing changes),
+        ``BAD_DATA`` (the body is complete but not a filter: drop it, as the server does)."""
+        data = _cf_bytes(data, "chunk")
+        try:
+            it = _as_iterator(iterator, "chunk")
+        except ScandumpError as e:
+            raise ScandumpError(e.code, str(e).replace("BF.LOADCHUNK", "RF.LOADCHUNK")) from None
+        n = len(data)
+        rest = self.byte_length - self._received
+        if self.complete or it - n != self._received + 1 or n == 0 or n > rest:
+            if n == 0:
+                why = "an empty chunk"
+            elif n > rest:
+                why = "%d bytes, %d left in the body" % (n, rest)
+            else:
+                why = "position %d, not the next one (%d)" % (it - n, self._received + 1)
+            raise ScandumpError("INVALID_POSITION", "invalid RF.SCANDUMP chunk at iterator %d: %s" % (it, why))
+        self._body[self._received : self._received + n] = data
+        self._received += n
+        if self._received == self.byte_length:
+            self._finish()
+
+    def _finish(self) -> None:
+        """The body is complete: checks the bumped hashes, makes the columns readable."""
+        words = self._words
+        body = self._body
+        bumped = _unpacker(self.bumped_count)(body, words * 8) if self.bumped_count else ()
+        for i in range(1, len(bumped)):
+            if bumped[i] <= bumped[i - 1]:
+                raise ScandumpError("BAD_DATA", "bumped hash %d is not above the one before it: not a Ribbon filter" % i)
+        halves = _unpacker(words)(body) if words else ()
+        self._columns = [halves[i] | halves[i + 1] << 64 for i in range(0, words, 2)]
+        self._bumped = frozenset(bumped)
+        self._body = bytearray()
+
+    @classmethod
+    def from_scandump(cls, chunks: Iterable[Sequence], max_bytes: int = DEFAULT_MAX_BYTES) -> "RibbonFilter":
+        """Rebuilds a filter from the ``(iterator, data)`` pairs of a whole RF.SCANDUMP walk,
+        header (iterator 1) first, then the body chunks in order; a final ``(0, b"")`` pair is
+        ignored. Work and memory: O(B) for a body of B bytes (at most ``max_bytes``, checked
+        from the header before anything is allocated), O(1) checks per chunk.
+
+        Raises :class:`ScandumpError`: ``NOT_FOUND`` (the first pair is not the header),
+        ``INVALID_HEADER``, ``OUT_OF_MEMORY``, ``NOT_NUMERIC``, ``INVALID_POSITION``,
+        ``BAD_DATA``, ``INCOMPLETE``."""
+        filt: Optional[RibbonFilter] = None
+        for pair in chunks:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError("each chunk must be an (iterator, data) pair")
+            it, raw = pair
+            if (raw is None or (isinstance(raw, (bytes, bytearray, memoryview)) and len(raw) == 0)) and _as_iterator(
+                it, "chunk"
+            ) == 0:
+                continue  # the end of the walk
+            if filt is None:
+                if _as_iterator(it, "header") != 1:
+                    raise ScandumpError(
+                        "NOT_FOUND",
+                        "the first pair must be the header (iterator 1), got iterator %r (RF.LOADCHUNK of a "
+                        "chunk before its header would answer ERR not found)" % (it,),
+                    )
+                filt = cls.decode_header(raw, max_bytes)
+                continue
+            filt.apply_chunk(it, raw)
+        if filt is None:
+            raise ScandumpError("INCOMPLETE", "no header: the RF.SCANDUMP walk is empty")
+        if not filt.complete:
+            raise ScandumpError(
+                "INCOMPLETE",
+                "incomplete RF.SCANDUMP walk: body bytes from position %d of %d are missing"
+                % (filt.next_position, filt.byte_length),
+            )
+        return filt
+
+    def contains(self, item: Union[str, Bytes]) -> bool:
+        """True when ``item`` may be in the set the filter was built from (RF.EXISTS's 1); False
+        means it certainly is not. A ``str`` is hashed as UTF-8. Raises :class:`ScandumpError`
+        ``INCOMPLETE`` before the whole body has arrived."""
+        columns = self._columns
+        if columns is None:
+            raise ScandumpError(
+                "INCOMPLETE", "the body is incomplete (%d of %d bytes): no answer" % (self._received, self.byte_length)
+            )
+        data = item.encode("utf-8") if isinstance(item, str) else bytes(item)
+        h = murmur64a(data, _SEED64)
+        start = (h * self._starts) >> 64
+        k = _fmix64(h ^ self._mix)
+        c = (_fmix64(k ^ 0x5851F42D4C957F2D) << 64 | k) | 1
+        b = _fmix64(k ^ 0x14057B7EF767814F)
+        block, shift = divmod(start, 128)
+        r = self.lower_bits
+        width = r + 1 if block >= self.upper_start else r
+        base = block * r + max(0, block - self.upper_start)
+        for j in range(width):
+            here = columns[base + j]
+            window = ((columns[base + width + j] << 128 | here) >> shift) & _MASK128 if shift else here
+            if (window & c).bit_count() & 1 != (b >> j) & 1:
+                return h in self._bumped
+        return True
+
+    __contains__ = contains

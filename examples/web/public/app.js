@@ -1,14 +1,20 @@
 // The sign-up page: "free" comes from the downloaded filter alone (no request); only a "maybe"
-// (the filter says the name may be taken) asks the server, which knows for sure.
-import { BloomFilter } from '/redis-bf-check.js';
+// (the filter says the name may be taken) asks the server, which knows for sure. The password
+// is checked against a static blocklist of 1 000 000 weak passwords, downloaded once as a Ribbon
+// filter and asked only here: a password typed never leaves the page.
+import { BloomFilter, RibbonFilter } from '/redis-bf-check.js';
 
 const input = document.getElementById('username');
 const status = document.getElementById('status');
 const stats = document.getElementById('stats');
 const submit = document.getElementById('submit');
 const result = document.getElementById('result');
+const password = document.getElementById('password');
+const pwstatus = document.getElementById('pwstatus');
+const blockstats = document.getElementById('blockstats');
 
 let filter = null;
+let blocklist = null;
 let version = null; // the ETag of the filter we hold
 let serverChecks = 0;
 
@@ -37,6 +43,36 @@ async function loadFilter() {
   document.body.dataset.filterVersion = version;
   check();
 }
+
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+
+/**
+ * Downloads the blocklist's Ribbon filter and asks only the size of the Bloom filter of the same
+ * list and error rate (HEAD), to show both.
+ */
+async function loadBlocklist() {
+  const res = await fetch('/api/blocklist');
+  const body = new Uint8Array(await res.arrayBuffer());
+  blocklist = RibbonFilter.fromScandump(decodeFrames(body));
+  const bloom = Number((await fetch('/api/blocklist.bloom', { method: 'HEAD' })).headers.get('Content-Length'));
+  blockstats.dataset.ribbonBytes = String(body.length);
+  blockstats.dataset.bloomBytes = String(bloom);
+  blockstats.textContent = `password blocklist: ${blocklist.items.toLocaleString('en')} entries at ${blocklist.errorRate * 100} %, `
+    + `downloaded as a Ribbon filter of ${kib(body.length)}; the Bloom filter of the same list and rate: `
+    + `${kib(bloom)} (${Math.round((1 - body.length / bloom) * 100)} % smaller as a Ribbon filter)`;
+  checkPassword();
+}
+
+/** The password against the blocklist: in the page only, no request. */
+function checkPassword() {
+  const pw = password.value;
+  const blocked = pw !== '' && blocklist !== null && blocklist.has(pw);
+  pwstatus.dataset.state = pw === '' ? '' : blocked ? 'blocked' : 'ok';
+  pwstatus.dataset.value = pw;
+  pwstatus.textContent = pw === '' ? '' : blocked ? '✗ this password is on a list of weak passwords' : '✓ not on the weak-password list';
+}
+
+password.addEventListener('input', checkPassword);
 
 function show(name, state, source, text) {
   status.dataset.state = state;
@@ -88,6 +124,6 @@ document.addEventListener('visibilitychange', () => {
   if (document.visibilityState === 'visible') loadFilter();
 });
 
-window.signupPage = { get serverChecks() { return serverChecks; }, loadFilter };
-await loadFilter();
+window.signupPage = { get serverChecks() { return serverChecks; }, loadFilter, get blocklist() { return blocklist; } };
+await Promise.all([loadFilter(), loadBlocklist()]);
 document.body.dataset.ready = 'true';
