@@ -131,38 +131,22 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
     let mut con = s.conn();
 
     // BF.RESERVE: ~857 MiB of bit array.
-    let (rss0, used0) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    let _: () = common::cmd("BF.RESERVE big 0.001")
-        .arg(500_000_000u64)
-        .query(&mut con)
-        .unwrap();
+    let (used, resident) = growth(&mut con, "BF.RESERVE of ~857 MiB", |con| {
+        let _: () = common::cmd("BF.RESERVE big 0.001")
+            .arg(500_000_000u64)
+            .query(con)
+            .unwrap();
+    });
     let bytes = info_num(&mut con, "bf", "bf_bytes");
     assert!(bytes > 800 * MIB, "bit array of {bytes} bytes");
-    let (rss1, used1) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "BF.RESERVE of {} MiB: used_memory +{} MiB, RSS +{} KiB",
-        bytes / MIB,
-        (used1 - used0) / MIB,
-        (rss1.saturating_sub(rss0)) / 1024
-    );
-    assert!(used1 - used0 >= bytes, "used_memory counts the whole array");
-    assert!(
-        rss1.saturating_sub(rss0) <= 16 * MIB,
-        "RSS grew by {}",
-        rss1 - rss0
-    );
+    assert!(used >= bytes, "used_memory counts the whole array");
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
 
     // Setting bits touches pages: 2000 items × 10 hashes land on ~20 000 distinct pages.
-    madd(&mut con, "big", "item", 0..2000);
-    let rss2 = server_rss(&mut con);
-    println!("2000 items set: RSS +{} MiB", (rss2 - rss1) / MIB);
-    assert!(rss2 - rss1 >= 40 * MIB, "RSS did not grow as bits were set");
+    let (_, resident) = growth(&mut con, "2000 items set", |con| {
+        madd(con, "big", "item", 0..2000)
+    });
+    assert!(resident >= 40 * MIB, "RSS did not grow as bits were set");
 
     // Growth into a big new layer: first layer 1000 items, second 1000 × 100 000 items.
     let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 100000")
@@ -176,53 +160,29 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         next += left;
     }
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 1);
-    let (rss3, used3, bytes3) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-        info_num(&mut con, "bf", "bf_bytes"),
-    );
-    let _: Vec<i64> = common::cmd("BF.MADD grow new-1 new-2")
-        .query(&mut con)
-        .unwrap();
+    let bytes3 = info_num(&mut con, "bf", "bf_bytes");
+    let (used, resident) = growth(&mut con, "growth into a new layer", |con| {
+        let _: Vec<i64> = common::cmd("BF.MADD grow new-1 new-2").query(con).unwrap();
+    });
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 2);
     let layer = info_num(&mut con, "bf", "bf_bytes") - bytes3;
-    let (rss4, used4) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "growth into a {} MiB layer: used_memory +{} MiB, RSS +{} KiB",
-        layer / MIB,
-        (used4 - used3) / MIB,
-        rss4.saturating_sub(rss3) / 1024
-    );
+    println!("the new layer: {} MiB", layer / MIB);
     assert!(layer > 100 * MIB);
-    assert!(used4 - used3 >= layer);
-    assert!(rss4.saturating_sub(rss3) <= 16 * MIB);
+    assert!(used >= layer);
+    assert!(resident <= 16 * MIB);
 
     // A LOADCHUNK header creates the whole chain; the chunks fill it later.
     let chunks = scandump(&mut con, b"big");
     let (iter, header) = &chunks[0];
-    let (rss5, used5) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    let _: () = common::cmd("BF.LOADCHUNK copy")
-        .arg(*iter)
-        .arg(header.as_slice())
-        .query(&mut con)
-        .unwrap();
-    let (rss6, used6) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "LOADCHUNK header: used_memory +{} MiB, RSS +{} KiB",
-        (used6 - used5) / MIB,
-        rss6.saturating_sub(rss5) / 1024
-    );
-    assert!(used6 - used5 >= bytes);
-    assert!(rss6.saturating_sub(rss5) <= 16 * MIB);
+    let (used, resident) = growth(&mut con, "LOADCHUNK header", |con| {
+        let _: () = common::cmd("BF.LOADCHUNK copy")
+            .arg(*iter)
+            .arg(header.as_slice())
+            .query(con)
+            .unwrap();
+    });
+    assert!(used >= bytes);
+    assert!(resident <= 16 * MIB);
     // The rest of the chunks make it the same filter.
     load_chunks(&mut con, "BF.LOADCHUNK", "copy", &chunks[1..]);
     assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
