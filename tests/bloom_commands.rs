@@ -60,7 +60,6 @@ fn bools(v: &[bool]) -> String {
     arr(&items)
 }
 
-/// Array of bulk strings (BF.DEBUG).
 /// `<command> <key> <items…>` as one command's arguments.
 fn with_items<'a>(command: &'a str, key: &'a str, items: &'a [impl AsRef<str>]) -> Vec<&'a str> {
     let mut args = vec![command, key];
@@ -73,6 +72,7 @@ fn names(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
+/// Array of bulk strings (BF.DEBUG).
 fn bulks(v: &[&str]) -> String {
     let items: Vec<String> = v.iter().map(|s| bulk(s)).collect();
     let refs: Vec<&str> = items.iter().map(|s| s.as_str()).collect();

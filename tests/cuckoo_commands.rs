@@ -434,7 +434,7 @@ fn full_filter() {
 
 #[test]
 fn maximum_expansions() {
-    let (s, mut t, mut con) = Steps::start();
+    let (_s, mut t, mut con) = Steps::start();
     t.ok("CF.RESERVE maxed 2 BUCKETSIZE 1 EXPANSION 1");
     // One command may grow past 32 sub-filters: the limit is checked once per command.
     let items: Vec<String> = (0..100).map(|i| format!("m:{i}")).collect();
@@ -760,7 +760,7 @@ fn aof_replay_byte_identical() {
 /// RedisBloom's texts, changing nothing.
 #[test]
 fn memory_budget_refusals() {
-    let (s, mut t, mut con) = Steps::start();
+    let (_s, mut t, mut con) = Steps::start();
     t.ok("CONFIG SET bf.max-filter-bytes 1024");
     t.steps(
         "
