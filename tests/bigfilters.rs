@@ -58,6 +58,42 @@ fn growth(con: &mut Connection, what: &str, step: impl FnOnce(&mut Connection)) 
     (used, resident)
 }
 
+/// A fresh server, a connection to it and the bytes `INFO bf` counts in `field` after
+/// `reserve` (a `BF.RESERVE` or `CF.RESERVE` line) on it, which must count whole in
+/// `used_memory` and grow the resident set by 16 MiB at most (its pages untouched).
+fn check_reserve_untouched(reserve: &str, field: &str) -> (Server, Connection, u64) {
+    let s = Server::start();
+    let mut con = s.conn();
+    let (used, resident) = growth(&mut con, reserve, |con| ok(con, reserve));
+    let bytes = info_num(&mut con, "bf", field);
+    assert!(
+        used >= bytes,
+        "used_memory counts the whole array: {used} < {bytes}"
+    );
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+    (s, con, bytes)
+}
+
+/// `<command> copy` (`BF.LOADCHUNK` or `CF.LOADCHUNK`) of `header`, the first chunk of a
+/// SCANDUMP walk, creates the whole filter of `bytes` at once: `used_memory` grows by that
+/// much at least, the resident set by 16 MiB at most (nothing is written until the chunks).
+fn check_header_makes_it_whole(
+    con: &mut Connection,
+    command: &str,
+    header: &(i64, Vec<u8>),
+    bytes: u64,
+) {
+    let (used, resident) = growth(con, &format!("{command} header"), |con| {
+        let _: () = common::cmd([command, "copy"])
+            .arg(header.0)
+            .arg(header.1.as_slice())
+            .query(con)
+            .unwrap();
+    });
+    assert!(used >= bytes, "used_memory grew by {used}, not {bytes}");
+    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+}
+
 /// Runs a command line that answers OK.
 fn ok(con: &mut Connection, line: &str) {
     let _: () = common::cmd(line)
@@ -127,42 +163,16 @@ fn digest(con: &mut Connection, key: &str) -> String {
 
 #[test]
 fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
-    let s = Server::start();
-    let mut con = s.conn();
-
     // BF.RESERVE: ~857 MiB of bit array.
-    let (rss0, used0) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    let _: () = common::cmd("BF.RESERVE big 0.001")
-        .arg(500_000_000u64)
-        .query(&mut con)
-        .unwrap();
-    let bytes = info_num(&mut con, "bf", "bf_bytes");
+    let reserve = "BF.RESERVE big 0.001 500000000";
+    let (_s, mut con, bytes) = check_reserve_untouched(reserve, "bf_bytes");
     assert!(bytes > 800 * MIB, "bit array of {bytes} bytes");
-    let (rss1, used1) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "BF.RESERVE of {} MiB: used_memory +{} MiB, RSS +{} KiB",
-        bytes / MIB,
-        (used1 - used0) / MIB,
-        (rss1.saturating_sub(rss0)) / 1024
-    );
-    assert!(used1 - used0 >= bytes, "used_memory counts the whole array");
-    assert!(
-        rss1.saturating_sub(rss0) <= 16 * MIB,
-        "RSS grew by {}",
-        rss1 - rss0
-    );
 
     // Setting bits touches pages: 2000 items × 10 hashes land on ~20 000 distinct pages.
-    madd(&mut con, "big", "item", 0..2000);
-    let rss2 = server_rss(&mut con);
-    println!("2000 items set: RSS +{} MiB", (rss2 - rss1) / MIB);
-    assert!(rss2 - rss1 >= 40 * MIB, "RSS did not grow as bits were set");
+    let (_, resident) = growth(&mut con, "2000 items set", |con| {
+        madd(con, "big", "item", 0..2000)
+    });
+    assert!(resident >= 40 * MIB, "RSS did not grow as bits were set");
 
     // Growth into a big new layer: first layer 1000 items, second 1000 × 100 000 items.
     let _: () = common::cmd("BF.RESERVE grow 0.01 1000 EXPANSION 100000")
@@ -176,53 +186,20 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
         next += left;
     }
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 1);
-    let (rss3, used3, bytes3) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-        info_num(&mut con, "bf", "bf_bytes"),
-    );
-    let _: Vec<i64> = common::cmd("BF.MADD grow new-1 new-2")
-        .query(&mut con)
-        .unwrap();
+    let bytes3 = info_num(&mut con, "bf", "bf_bytes");
+    let (used, resident) = growth(&mut con, "growth into a new layer", |con| {
+        let _: Vec<i64> = common::cmd("BF.MADD grow new-1 new-2").query(con).unwrap();
+    });
     assert_eq!(bf_info(&mut con, "grow", "FILTERS"), 2);
     let layer = info_num(&mut con, "bf", "bf_bytes") - bytes3;
-    let (rss4, used4) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "growth into a {} MiB layer: used_memory +{} MiB, RSS +{} KiB",
-        layer / MIB,
-        (used4 - used3) / MIB,
-        rss4.saturating_sub(rss3) / 1024
-    );
+    println!("the new layer: {} MiB", layer / MIB);
     assert!(layer > 100 * MIB);
-    assert!(used4 - used3 >= layer);
-    assert!(rss4.saturating_sub(rss3) <= 16 * MIB);
+    assert!(used >= layer);
+    assert!(resident <= 16 * MIB);
 
     // A LOADCHUNK header creates the whole chain; the chunks fill it later.
     let chunks = scandump(&mut con, b"big");
-    let (iter, header) = &chunks[0];
-    let (rss5, used5) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    let _: () = common::cmd("BF.LOADCHUNK copy")
-        .arg(*iter)
-        .arg(header.as_slice())
-        .query(&mut con)
-        .unwrap();
-    let (rss6, used6) = (
-        server_rss(&mut con),
-        info_num(&mut con, "memory", "used_memory"),
-    );
-    println!(
-        "LOADCHUNK header: used_memory +{} MiB, RSS +{} KiB",
-        (used6 - used5) / MIB,
-        rss6.saturating_sub(rss5) / 1024
-    );
-    assert!(used6 - used5 >= bytes);
-    assert!(rss6.saturating_sub(rss5) <= 16 * MIB);
+    check_header_makes_it_whole(&mut con, "BF.LOADCHUNK", &chunks[0], bytes);
     // The rest of the chunks make it the same filter.
     load_chunks(&mut con, "BF.LOADCHUNK", "copy", &chunks[1..]);
     assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
@@ -233,19 +210,10 @@ fn new_bit_arrays_count_in_used_memory_but_stay_untouched() {
 
 #[test]
 fn new_cuckoo_tables_count_in_used_memory_but_stay_untouched() {
-    let s = Server::start();
-    let mut con = s.conn();
-
     // CF.RESERVE: 2^23 buckets of 255 slots, ~2 GiB (2^30 is Redis 8's largest capacity).
-    let (used, resident) = growth(&mut con, "CF.RESERVE of ~2 GiB", |con| {
-        let _: () = common::cmd("CF.RESERVE big 1073741824 BUCKETSIZE 255")
-            .query(con)
-            .unwrap();
-    });
-    let bytes = info_num(&mut con, "bf", "bf_cf_bytes");
+    let reserve = "CF.RESERVE big 1073741824 BUCKETSIZE 255";
+    let (_s, mut con, bytes) = check_reserve_untouched(reserve, "bf_cf_bytes");
     assert_eq!(bytes, (1 << 23) * 255, "table bytes");
-    assert!(used >= bytes, "used_memory counts the whole table");
-    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
 
     // Each item writes one bucket: 20 000 items land on ~20 000 distinct pages.
     let (_, resident) = growth(&mut con, "20 000 items", |con| {
@@ -277,16 +245,7 @@ fn new_cuckoo_tables_count_in_used_memory_but_stay_untouched() {
 
     // A LOADCHUNK header creates the whole table; the chunks fill it later.
     let chunks = cf_scandump(&mut con, b"big");
-    let (iter, header) = &chunks[0];
-    let (used, resident) = growth(&mut con, "CF.LOADCHUNK header", |con| {
-        let _: () = common::cmd("CF.LOADCHUNK copy")
-            .arg(*iter)
-            .arg(header.as_slice())
-            .query(con)
-            .unwrap();
-    });
-    assert!(used >= bytes);
-    assert!(resident <= 16 * MIB, "RSS grew by {resident}");
+    check_header_makes_it_whole(&mut con, "CF.LOADCHUNK", &chunks[0], bytes);
     load_chunks(&mut con, "CF.LOADCHUNK", "copy", &chunks[1..]);
     assert_eq!(digest(&mut con, "copy"), digest(&mut con, "big"));
 

@@ -135,6 +135,13 @@ impl Case {
         (s, t)
     }
 
+    /// [`Case::start`], then the step every case script opens with: `FLUSHALL -> OK`.
+    fn expect_flushed(name: &'static str, resp3: bool) -> (Server, Case) {
+        let (s, mut t) = Case::start(name, resp3);
+        t.steps("FLUSHALL -> OK");
+        (s, t)
+    }
+
     fn runb(&mut self, args: &[&[u8]]) -> R {
         self.c.cmd(args).val
     }
@@ -344,9 +351,8 @@ fn names(prefix: &str, from: usize, to: usize) -> Vec<String> {
 /// B01: BF.ADD on a missing key auto-creates a default filter (0.01, 100, expansion 2).
 #[test]
 fn b01_auto_create_defaults() {
-    let (_s, mut t) = Case::start("B01", false);
+    let (_s, mut t) = Case::expect_flushed("B01", false);
     t.steps(r#"
-        FLUSHALL                     -> OK
         BF.ADD bf:auto item-1        -> 1
         BF.ADD bf:auto item-1        -> 0
         BF.EXISTS bf:auto item-1     -> 1
@@ -370,9 +376,8 @@ fn b01_auto_create_defaults() {
 /// B02: BF.INFO reply shape, field names and the single-field form.
 #[test]
 fn b02_info_shape() {
-    let (_s, mut t) = Case::start("B02", false);
+    let (_s, mut t) = Case::expect_flushed("B02", false);
     t.steps(r#"
-        FLUSHALL                      -> OK
         BF.RESERVE bf:info 0.001 100  -> OK
         BF.ADD bf:info one            -> 1
         BF.INFO bf:info               -> [Capacity,100,Size,296,Number of filters,1,Number of items inserted,1,Expansion rate,2]
@@ -392,9 +397,8 @@ fn b02_info_shape() {
 /// B03: NONSCALING filters report a nil expansion rate.
 #[test]
 fn b03_nonscaling_nil_expansion() {
-    let (_s, mut t) = Case::start("B03", false);
+    let (_s, mut t) = Case::expect_flushed("B03", false);
     t.steps(r#"
-        FLUSHALL                                 -> OK
         BF.RESERVE bf:ns 0.01 1000 NONSCALING    -> OK
         BF.INFO bf:ns EXPANSION                  -> [nil]
         # NONSCALING keeps the requested error (0.01): 1200 bytes, Size 1296.
@@ -411,10 +415,9 @@ fn b03_nonscaling_nil_expansion() {
 /// B04: adding a new item to a full NONSCALING filter is an error.
 #[test]
 fn b04_full_nonscaling_filter() {
-    let (_s, mut t) = Case::start("B04", false);
+    let (_s, mut t) = Case::expect_flushed("B04", false);
     t.steps(
         r#"
-        FLUSHALL                               -> OK
         BF.RESERVE bf:full 0.0001 3 NONSCALING -> OK
         BF.ADD bf:full a                       -> 1
         BF.ADD bf:full b                       -> 1
@@ -493,9 +496,8 @@ fn b06_argument_validation() {
 /// B09: huge capacity / tiny error rate fail cleanly instead of aborting the server.
 #[test]
 fn b09_huge_filters_fail_cleanly() {
-    let (mut s, mut t) = Case::start("B09", false);
+    let (mut s, mut t) = Case::expect_flushed("B09", false);
     t.steps(r#"
-        FLUSHALL                                         -> OK
         SET guard alive                                  -> OK
         BF.RESERVE huge1 0.01 100000000000000            -> (error) ERR Insufficient memory to create filter
         BF.RESERVE huge2 0.01 1000000000000000000        -> (error) ERR Insufficient memory to create filter
@@ -513,9 +515,8 @@ fn b09_huge_filters_fail_cleanly() {
 /// B10: BF.INSERT option order, case and the ITEMS boundary; NOCREATE.
 #[test]
 fn b10_insert_options() {
-    let (_s, mut t) = Case::start("B10", false);
+    let (_s, mut t) = Case::expect_flushed("B10", false);
     t.steps(r#"
-        FLUSHALL                                         -> OK
         BF.INSERT o1 CAPACITY 1000 ERROR 0.001 EXPANSION 4 ITEMS a b -> [1,1]
         BF.INFO o1 CAPACITY                              -> [1000]
         BF.INFO o1 EXPANSION                             -> [4]
@@ -548,9 +549,8 @@ fn b10_insert_options() {
 /// B11: missing keys and keys of another type.
 #[test]
 fn b11_missing_and_wrong_type_keys() {
-    let (_s, mut t) = Case::start("B11", false);
+    let (_s, mut t) = Case::expect_flushed("B11", false);
     t.steps(r#"
-        FLUSHALL                         -> OK
         BF.EXISTS nokey a                -> 0
         BF.MEXISTS nokey a b             -> [0,0]
         BF.CARD nokey                    -> 0
@@ -584,10 +584,9 @@ fn b11_missing_and_wrong_type_keys() {
 /// B13: binary-safe items: NUL bytes, the empty item, bytes >= 0x80, binary key names.
 #[test]
 fn b13_binary_safe_items() {
-    let (_s, mut t) = Case::start("B13", false);
+    let (_s, mut t) = Case::expect_flushed("B13", false);
     t.steps(
         r#"
-        FLUSHALL                                         -> OK
         BF.RESERVE bin 0.0001 1000                       -> OK
         BF.ADD bin "a\x00b"                              -> 1
         BF.EXISTS bin "a\x00b"                           -> 1
@@ -612,13 +611,8 @@ fn b13_binary_safe_items() {
 /// B14: scaling: new layers keep accepting items and are sized by EXPANSION.
 #[test]
 fn b14_scaling_layers() {
-    let (_s, mut t) = Case::start("B14", false);
-    t.steps(
-        r#"
-        FLUSHALL                           -> OK
-        BF.RESERVE s 0.0001 10 EXPANSION 2 -> OK
-    "#,
-    );
+    let (_s, mut t) = Case::expect_flushed("B14", false);
+    t.steps("BF.RESERVE s 0.0001 10 EXPANSION 2 -> OK");
     t.eq(madd_args("BF.MADD", "s", &names("i", 1, 25)), ones(25));
     t.steps(
         r#"
@@ -657,10 +651,9 @@ fn b14_scaling_layers() {
 /// B16: RESP3 reply types.
 #[test]
 fn b16_resp3_reply_types() {
-    let (_s, mut t) = Case::start("B16", true);
+    let (_s, mut t) = Case::expect_flushed("B16", true);
     t.steps(
         r#"
-        FLUSHALL             -> OK
         BF.ADD r3 a          -> true
         BF.ADD r3 a          -> false
         BF.EXISTS r3 a       -> true
@@ -704,13 +697,8 @@ fn b16_resp3_reply_types() {
 /// B17: RDB save/load (DEBUG RELOAD) keeps every property and every member.
 #[test]
 fn b17_rdb_reload() {
-    let (_s, mut t) = Case::start("B17", false);
-    t.steps(
-        r#"
-        FLUSHALL                                 -> OK
-        BF.RESERVE p:scaled 0.001 10 EXPANSION 2 -> OK
-    "#,
-    );
+    let (_s, mut t) = Case::expect_flushed("B17", false);
+    t.steps("BF.RESERVE p:scaled 0.001 10 EXPANSION 2 -> OK");
     let p = names("p", 1, 35);
     t.eq(madd_args("BF.MADD", "p:scaled", &p), ones(35));
     t.steps(
@@ -720,8 +708,7 @@ fn b17_rdb_reload() {
         BF.RESERVE p:exp4 0.001 10 EXPANSION 4 -> OK
     "#,
     );
-    let q1 = names("q", 1, 12);
-    t.eq(madd_args("BF.MADD", "p:exp4", &q1), ones(12));
+    t.eq(madd_args("BF.MADD", "p:exp4", &names("q", 1, 12)), ones(12));
     t.steps(
         r#"
         BF.ADD p:bin "\x00\xff\x00" -> 1
@@ -757,8 +744,10 @@ fn b17_rdb_reload() {
         BF.INFO p:exp4 EXPANSION -> [4]
     "#,
     );
-    let q2 = names("q", 13, 51);
-    t.eq(madd_args("BF.MADD", "p:exp4", &q2), ones(39));
+    t.eq(
+        madd_args("BF.MADD", "p:exp4", &names("q", 13, 51)),
+        ones(39),
+    );
     t.steps(
         r#"
         BF.INFO p:exp4 CAPACITY        -> [210]
@@ -781,13 +770,8 @@ fn b17_rdb_reload() {
 /// B19 (.redis): BF.SCANDUMP / BF.LOADCHUNK round trips driven from Lua.
 #[test]
 fn b19_scandump_loadchunk_round_trip() {
-    let (_s, mut t) = Case::start("B19", false);
-    t.steps(
-        r#"
-        FLUSHALL                              -> OK
-        BF.RESERVE src 0.001 1000 EXPANSION 2 -> OK
-    "#,
-    );
+    let (_s, mut t) = Case::expect_flushed("B19", false);
+    t.steps("BF.RESERVE src 0.001 1000 EXPANSION 2 -> OK");
     t.eq(eval(ADD_LOOP, &["src"], &["item:", "2500"]), bs("ADDED"));
     // header + one chunk per layer
     t.eq("BF.INFO src FILTERS", ia(&[2]));
@@ -874,8 +858,7 @@ fn b19_py_dump_restore_and_bounded_chunks() {
     );
     let added = add_many(&mut t, "src", "item:", "2500");
     t.check("add_many src item: 2500", &added, &i(2499));
-    let before = t.run("BF.INFO src");
-    t.check("BF.INFO src", &before, &info(3000, 6464, 2, 2499, Some(2)));
+    let before = t.eq("BF.INFO src", info(3000, 6464, 2, 2499, Some(2)));
     t.eq("BF.INFO src FILTERS", ia(&[2]));
     let chunks = t.scandump_all("src");
     if chunks.len() != 3 {
@@ -932,11 +915,9 @@ fn b19_py_dump_restore_and_bounded_chunks() {
     // 5. large filter (25.8 MB layer): the layer is sent in chunks of at most 16 MiB
     t.eq("BF.RESERVE big 0.0001 10000000", ok());
     add_many(&mut t, "big", "b:", "1000");
-    let bbefore = t.run("BF.INFO big");
-    t.check(
+    let bbefore = t.eq(
         "BF.INFO big",
-        &bbefore,
-        &info(10_000_000, 25_766_112, 1, 1000, Some(2)),
+        info(10_000_000, 25_766_112, 1, 1000, Some(2)),
     );
     let bchunks = t.scandump_all("big");
     let lens: Vec<usize> = bchunks.iter().map(|(_, d)| d.len()).collect();
@@ -990,10 +971,9 @@ fn b19_py_dump_restore_and_bounded_chunks() {
 /// B21: malformed LOADCHUNK data and crafted RESTORE payloads are rejected without crashing.
 #[test]
 fn b21_malformed_loadchunk_and_restore() {
-    let (mut s, mut t) = Case::start("B21", false);
+    let (mut s, mut t) = Case::expect_flushed("B21", false);
     t.steps(
         r#"
-        FLUSHALL                  -> OK
         BF.LOADCHUNK c1 1 garbage -> (error) ERR received bad data
         BF.LOADCHUNK c1 1 ""      -> (error) ERR received bad data
     "#,
@@ -1194,12 +1174,7 @@ fn b23_loadchunk_is_propagated() {
     t.expect_new_aof(true);
     t.eq("BF.RESERVE src 0.001 500 EXPANSION 2", ok());
     t.eq(eval(ADD_LOOP, &["src"], &["m:", "1200"]), bs("ADDED"));
-    let info_src = t.run("BF.INFO src");
-    t.check(
-        "BF.INFO src",
-        &info_src,
-        &info(1500, 3312, 2, 1200, Some(2)),
-    );
+    let info_src = t.eq("BF.INFO src", info(1500, 3312, 2, 1200, Some(2)));
     // Over the wire (B23.py): header + 2 chunks, each LOADCHUNK answered OK.
     let chunks = t.scandump_all("src");
     if chunks.len() != 3 {
@@ -1230,10 +1205,9 @@ fn b23_loadchunk_is_propagated() {
 /// B25: TYPE, EXPIRE/RENAME, MOVE, COPY (a deep copy), MEMORY USAGE.
 #[test]
 fn b25_generic_key_commands() {
-    let (_s, mut t) = Case::start("B25", false);
+    let (_s, mut t) = Case::expect_flushed("B25", false);
     t.steps(
-        r#"
-        FLUSHALL              -> OK
+        "
         BF.RESERVE k 0.01 100 -> OK
         BF.MADD k a b c       -> [1,1,1]
         TYPE k                -> MBbloom--
@@ -1241,7 +1215,7 @@ fn b25_generic_key_commands() {
         RENAME k k2           -> OK
         EXISTS k              -> 0
         BF.EXISTS k2 a        -> 1
-    "#,
+    ",
     );
     t.eq(
         eval(

@@ -60,6 +60,18 @@ fn bools(v: &[bool]) -> String {
     arr(&items)
 }
 
+/// `<command> <key> <items…>` as one command's arguments.
+fn with_items<'a>(command: &'a str, key: &'a str, items: &'a [impl AsRef<str>]) -> Vec<&'a str> {
+    let mut args = vec![command, key];
+    args.extend(items.iter().map(AsRef::as_ref));
+    args
+}
+
+/// `n` items named `<prefix>0` … `<prefix><n-1>`.
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
 /// Array of bulk strings (BF.DEBUG).
 fn bulks(v: &[&str]) -> String {
     let items: Vec<String> = v.iter().map(|s| bulk(s)).collect();
@@ -222,6 +234,17 @@ impl Ck {
         }
     }
 
+    /// The last line of `BF.DEBUG key` (RESP2) ends with `tail`.
+    fn check_debug_ends(&mut self, key: &str, tail: &str) {
+        let dbg = self.q(false, ["BF.DEBUG", key]);
+        if !dbg.ends_with(format!("{tail}\r\n").as_bytes()) {
+            self.fail(format!(
+                "BF.DEBUG {key}: expected its last line to end with {tail:?}, got {}",
+                show(&dbg)
+            ));
+        }
+    }
+
     /// The key does not exist (EXISTS = 0).
     fn absent(&mut self, key: &str) {
         self.is(["EXISTS", key], ":0\r\n");
@@ -357,31 +380,21 @@ const ABC_L: [&str; 12] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"
 #[test]
 fn reserve_replies_ok_and_creates_the_described_filter() {
     let (_s, mut c) = Ck::start();
-    c.is("BF.RESERVE r2 0.01 1000", OK);
-    c.is3("BF.RESERVE r3 0.01 1000", OK);
-    for k in ["r2", "r3"] {
-        c.is(["BF.INFO", k], &info(false, 1000, 1480, 1, 0, Some(2)));
-        c.is3(["BF.INFO", k], &info(true, 1000, 1480, 1, 0, Some(2)));
-        // First layer of a scaling filter has half the requested error rate.
-        c.both(
-            ["BF.DEBUG", k],
-            &bulks(&[
-                "size:0",
-                "bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:0 ratio:0.005",
-            ]),
-        );
+    // Made from either protocol, each describes itself alike in both. The first layer of a
+    // scaling filter has half the requested error rate; NONSCALING: error not halved,
+    // expansion nil.
+    let scaling = "bytes:1384 bits:11072 hashes:8 hashwidth:64 capacity:1000 size:0 ratio:0.005";
+    let nonscaling = "bytes:1200 bits:9600 hashes:7 hashwidth:64 capacity:1000 size:0 ratio:0.01";
+    for (k, resp3, options, size, expansion, layer) in [
+        ("r2", false, "", 1480, Some(2), scaling),
+        ("r3", true, "", 1480, Some(2), scaling),
+        ("ns", false, "NONSCALING", 1296, None, nonscaling),
+    ] {
+        c.check(resp3, format!("BF.RESERVE {k} 0.01 1000 {options}"), OK);
+        c.is(["BF.INFO", k], &info(false, 1000, size, 1, 0, expansion));
+        c.is3(["BF.INFO", k], &info(true, 1000, size, 1, 0, expansion));
+        c.both(["BF.DEBUG", k], &bulks(&["size:0", layer]));
     }
-    // NONSCALING: error not halved, expansion reported as nil.
-    c.is("BF.RESERVE ns 0.01 1000 NONSCALING", OK);
-    c.is("BF.INFO ns", &info(false, 1000, 1296, 1, 0, None));
-    c.is3("BF.INFO ns", &info(true, 1000, 1296, 1, 0, None));
-    c.both(
-        "BF.DEBUG ns",
-        &bulks(&[
-            "size:0",
-            "bytes:1200 bits:9600 hashes:7 hashwidth:64 capacity:1000 size:0 ratio:0.01",
-        ]),
-    );
     // EXPANSION n is stored.
     c.is("BF.RESERVE e4 0.01 1000 EXPANSION 4", OK);
     c.is("BF.INFO e4 EXPANSION", &info1(false, "", Some(4)));
@@ -410,13 +423,7 @@ fn reserve_replies_ok_and_creates_the_described_filter() {
     );
     c.is("BF.RESERVE d3 0x1p-7 100", OK);
     c.is("BF.INFO d3 CAPACITY", &ints(&[100]));
-    let dbg = c.q(false, "BF.DEBUG d3");
-    if !dbg.ends_with(b" ratio:0.00390625\r\n") {
-        c.fail(format!(
-            "BF.DEBUG d3 (error 0x1p-7): expected last line to end with ratio:0.00390625, got {}",
-            show(&dbg)
-        ));
-    }
+    c.check_debug_ends("d3", " ratio:0.00390625");
 }
 
 #[test]
@@ -437,12 +444,12 @@ fn reserve_arity_errors() {
 fn reserve_error_rate_validation() {
     let (_s, mut c) = Ck::start();
     let bad = err("ERR bad error rate");
-    let range = by_line::RESERVE_ERROR_RANGE.wire();
     for e in [
         "abc", "", " 0.01", "0.01 ", "0.01x", "nan", "1e999", "1e-400", "1,5",
     ] {
         c.both(["BF.RESERVE", "k", e, "100"], &bad);
     }
+    let range = by_line::RESERVE_ERROR_RANGE.wire();
     for e in ["0", "1", "2", "-0.01", "1.0", "inf", "-inf", "10.1"] {
         c.both(["BF.RESERVE", "k", e, "100"], &range);
     }
@@ -462,7 +469,6 @@ fn reserve_error_rate_validation() {
 fn reserve_capacity_validation() {
     let (_s, mut c) = Ck::start();
     let bad = err("ERR bad capacity");
-    let range = by_line::RESERVE_CAPACITY_RANGE.wire();
     for cap in [
         "abc",
         "",
@@ -477,6 +483,7 @@ fn reserve_capacity_validation() {
     ] {
         c.both(["BF.RESERVE", "k", "0.01", cap], &bad);
     }
+    let range = by_line::RESERVE_CAPACITY_RANGE.wire();
     for cap in ["0", "-1", "-9223372036854775808"] {
         c.both(["BF.RESERVE", "k", "0.01", cap], &range);
     }
@@ -766,10 +773,8 @@ fn scaling_adds_layers_sized_by_expansion() {
     // `docs/format.md` ("The chain") example: BF.RESERVE 0.01 10 then 100 distinct adds -> 4 layers 10/20/40/80.
     let (_s, mut c) = Ck::start();
     c.is("BF.RESERVE sc 0.01 10", OK);
-    let items: Vec<String> = (0..100).map(|i| format!("item{i}")).collect();
-    let mut args = vec!["BF.MADD", "sc"];
-    args.extend(items.iter().map(|s| s.as_str()));
-    c.is(&args, &ints(&[1; 100]));
+    let items = names("item", 100);
+    c.is(with_items("BF.MADD", "sc", &items), &ints(&[1; 100]));
     c.is("BF.INFO sc", &info(false, 150, 568, 4, 100, Some(2)));
     c.both(
         "BF.DEBUG sc",
@@ -781,9 +786,7 @@ fn scaling_adds_layers_sized_by_expansion() {
             "bytes:160 bits:1280 hashes:11 hashwidth:64 capacity:80 size:30 ratio:0.000625",
         ]),
     );
-    let mut args = vec!["BF.MEXISTS", "sc"];
-    args.extend(items.iter().map(|s| s.as_str()));
-    c.is(&args, &ints(&[1; 100]));
+    c.is(with_items("BF.MEXISTS", "sc", &items), &ints(&[1; 100]));
     // %g formatting of small ratios, expansion 1 (every layer has the first capacity).
     c.is("BF.RESERVE g 0.00025 1 EXPANSION 1", OK);
     c.is("BF.MADD g a b", &ints(&[1, 1]));
@@ -805,13 +808,7 @@ fn auto_create_uses_module_load_arguments() {
     let mut c = Ck::new(&s);
     c.is("BF.ADD k x", ":1\r\n");
     c.is("BF.INFO k CAPACITY", &ints(&[500]));
-    let dbg = c.q(false, "BF.DEBUG k");
-    if !dbg.ends_with(b" capacity:500 size:1 ratio:0.025\r\n") {
-        c.fail(format!(
-            "BF.DEBUG k with INITIAL_SIZE 500 ERROR_RATE 0.05: expected capacity:500 size:1 ratio:0.025, got {}",
-            show(&dbg)
-        ));
-    }
+    c.check_debug_ends("k", " capacity:500 size:1 ratio:0.025");
     c.is("BF.INSERT i ITEMS x", &ints(&[1]));
     c.is("BF.INFO i CAPACITY", &ints(&[500]));
     // Explicit parameters still win.
@@ -1022,41 +1019,17 @@ fn insert_errors() {
         by_line::INSERT_CAPACITY_RANGE.wire(),
         by_line::INSERT_EXPANSION_RANGE.wire(),
     );
-    for (args, want) in [
-        (
-            &["BF.INSERT", "k", "ERROR", "0", "ITEMS", "a"][..],
-            &error_range,
-        ),
-        (
-            &["BF.INSERT", "k", "ERROR", "1", "ITEMS", "a"][..],
-            &error_range,
-        ),
-        (
-            &["BF.INSERT", "k", "ERROR", "-0.5", "ITEMS", "a"][..],
-            &error_range,
-        ),
-        (
-            &["BF.INSERT", "k", "ERROR", "inf", "ITEMS", "a"][..],
-            &error_range,
-        ),
-        (
-            &["BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"][..],
-            &capacity_range,
-        ),
-        (
-            &["BF.INSERT", "k", "CAPACITY", "-5", "ITEMS", "a"][..],
-            &capacity_range,
-        ),
-        (
-            &["BF.INSERT", "k", "EXPANSION", "-1", "ITEMS", "a"][..],
-            &expansion_range,
-        ),
-        (
-            &["BF.INSERT", "k", "NOCREATE", "CAPACITY", "0", "ITEMS", "a"][..],
-            &capacity_range,
-        ),
+    for (line, want) in [
+        ("BF.INSERT k ERROR 0 ITEMS a", &error_range),
+        ("BF.INSERT k ERROR 1 ITEMS a", &error_range),
+        ("BF.INSERT k ERROR -0.5 ITEMS a", &error_range),
+        ("BF.INSERT k ERROR inf ITEMS a", &error_range),
+        ("BF.INSERT k CAPACITY 0 ITEMS a", &capacity_range),
+        ("BF.INSERT k CAPACITY -5 ITEMS a", &capacity_range),
+        ("BF.INSERT k EXPANSION -1 ITEMS a", &expansion_range),
+        ("BF.INSERT k NOCREATE CAPACITY 0 ITEMS a", &capacity_range),
     ] {
-        c.both(args, want);
+        c.both(line, want);
     }
     if !redis8() {
         // RedisBloom 2.8 refuses EXPANSION 0; RedisBloom 8 makes a non-scaling filter
@@ -1148,16 +1121,21 @@ fn exists_and_mexists() {
 #[test]
 fn card() {
     let (_s, mut c) = Ck::start();
-    c.both("BF.CARD nokey", ":0\r\n");
+    c.is("SET str v", OK);
+    let a = arity("bf.card");
+    for (line, want) in [
+        ("BF.CARD nokey", ":0\r\n"),
+        ("BF.CARD str", WRONGTYPE),
+        ("BF.CARD", a.as_str()),
+        ("BF.CARD k x", a.as_str()),
+    ] {
+        c.both(line, want);
+    }
     c.absent("nokey");
     c.is("BF.RESERVE k 0.01 100", OK);
     c.both("BF.CARD k", ":0\r\n");
     c.is("BF.MADD k a b c a", &ints(&[1, 1, 1, 0]));
     c.both("BF.CARD k", ":3\r\n");
-    c.is("SET str v", OK);
-    c.both("BF.CARD str", WRONGTYPE);
-    c.both("BF.CARD", &arity("bf.card"));
-    c.both("BF.CARD k x", &arity("bf.card"));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1240,9 +1218,7 @@ fn debug_output() {
     c.is3("BF.DEBUG gv1", gv1);
     // GV2 and GV3.
     c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
-    let mut args = vec!["BF.MADD", "gv2"];
-    args.extend(ABC_L);
-    c.is(&args, &ints(&[1; 12]));
+    c.is(with_items("BF.MADD", "gv2", &ABC_L), &ints(&[1; 12]));
     c.both(
         "BF.DEBUG gv2",
         &bulks(&[
@@ -1287,9 +1263,7 @@ fn scandump_golden_vectors() {
     }
     // GV2 (two layers, expansion 3), including arbitrary iterators.
     c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
-    let mut args = vec!["BF.MADD", "gv2"];
-    args.extend(ABC_L);
-    c.is(&args, &ints(&[1; 12]));
+    c.is(with_items("BF.MADD", "gv2", &ABC_L), &ints(&[1; 12]));
     let l1 = hex(GV2_L1);
     let l2 = hex(GV2_L2);
     for resp3 in [false, true] {
@@ -1424,14 +1398,7 @@ fn loadchunk_header_validation() {
         }
     }
     c.absent("h");
-    let got = c.raw(false, &[b"BF.LOADCHUNK", b"h", b"1", &huge]);
-    if got != bad {
-        c.fail(format!(
-            "BF.LOADCHUNK with a 2^60-byte layer: expected {}, got {}",
-            show(&bad),
-            show(&got)
-        ));
-    }
+    c.check_bytes(false, args![b"BF.LOADCHUNK", b"h", b"1", &huge], &bad);
     c.is("PING", "+PONG\r\n");
     c.absent("h");
     // Headers RedisBloom 2.8 and 8 answer `ERR received bad data` as too big to allocate: the
@@ -1516,9 +1483,7 @@ fn loadchunk_data_chunk_validation() {
     let (_s, mut c) = Ck::start();
     // GV2: layer 1 = dump bytes 1..=8, layer 2 = 9..=24.
     c.is("BF.RESERVE gv2 0.1 4 EXPANSION 3", OK);
-    let mut args = vec!["BF.MADD", "gv2"];
-    args.extend(ABC_L);
-    c.is(&args, &ints(&[1; 12]));
+    c.is(with_items("BF.MADD", "gv2", &ABC_L), &ints(&[1; 12]));
     let bad = err("ERR received bad data");
     let no_link = err("ERR invalid offset - no link found");
     let too_big = err("ERR invalid chunk - Too big for current filter");
@@ -1583,10 +1548,8 @@ fn loadchunk_data_chunk_validation() {
 fn scandump_loadchunk_round_trip() {
     let (s, mut c) = Ck::start();
     c.is("BF.RESERVE src 0.01 10 EXPANSION 3", OK);
-    let items: Vec<String> = (0..60).map(|i| format!("n{i}")).collect();
-    let mut args = vec!["BF.MADD", "src"];
-    args.extend(items.iter().map(|s| s.as_str()));
-    let added = c.q(false, &args);
+    let items = names("n", 60);
+    let added = c.q(false, with_items("BF.MADD", "src", &items));
     c.check_bytes(false, r#"BF.ADD src "\x00\xff\x00binary""#, b":1\r\n");
     let chunks = scandump_all(s.port, "src");
     if chunks.len() < 3 {
@@ -1611,9 +1574,7 @@ fn scandump_loadchunk_round_trip() {
     c.is("BF.INFO dst", std::str::from_utf8(&info_src).unwrap());
     let dbg_src = c.q(false, "BF.DEBUG src");
     c.is("BF.DEBUG dst", std::str::from_utf8(&dbg_src).unwrap());
-    let mut args = vec!["BF.MEXISTS", "dst"];
-    args.extend(items.iter().map(|s| s.as_str()));
-    c.is(&args, &ints(&[1; 60]));
+    c.is(with_items("BF.MEXISTS", "dst", &items), &ints(&[1; 60]));
     c.check_bytes(false, r#"BF.EXISTS dst "\x00\xff\x00binary""#, b":1\r\n");
     // The MADD reply counted each item as new (no false positive for these names).
     if added != ints(&[1; 60]).as_bytes() {

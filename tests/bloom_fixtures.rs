@@ -708,40 +708,50 @@ fn fixture_files_match_sha256sums() {
     }
 }
 
+/// RedisBloom 8's recorded data set on the Redis 8.0 server it was recorded on: the keys listed
+/// in the recordings' folder `keys`, asserted to be `count`, a server started with `args` in a
+/// temp dir holding the recordings' `file` (a file or a folder, copied whole), and that
+/// server's binary. None after the SKIP line of `common::expect_redisbloom8`.
+fn expect_redisbloom8_recording(
+    test: &str,
+    keys: &str,
+    count: usize,
+    file: &str,
+    args: &[&str],
+) -> Option<(DirServer, Vec<Fx>, String)> {
+    let (fx8, bin) = common::expect_redisbloom8(test, "")?;
+    let set = load_set_in(&fx8, keys);
+    assert_eq!(set.len(), count, "{test}: keys in {keys}");
+    let dir = DirServer::tempdir();
+    let (from, to) = (fx8.join(file), dir.path().join(file));
+    if from.is_dir() {
+        copy_tree(&from, &to);
+    } else {
+        std::fs::copy(&from, &to).unwrap();
+    }
+    Some((DirServer::start_on(&bin, dir, args), set, bin))
+}
+
 #[test]
 fn redisbloom8_rdb_fixture_loads_identically() {
-    let Some((fx8, bin)) =
-        common::expect_redisbloom8("redisbloom8_rdb_fixture_loads_identically", "")
+    let test = "redisbloom8_rdb_fixture_loads_identically";
+    let args = ["--dbfilename", "dump.rdb", "--appendonly", "no"];
+    let Some((server, set, _)) = expect_redisbloom8_recording(test, "keys", 22, "dump.rdb", &args)
     else {
         return;
     };
-    let set = load_set_in(&fx8, "keys");
-    assert_eq!(set.len(), 22);
-    let dir = DirServer::tempdir();
-    std::fs::copy(fx8.join("dump.rdb"), dir.path().join("dump.rdb")).unwrap();
-    let server = DirServer::start_on(
-        &bin,
-        dir,
-        &["--dbfilename", "dump.rdb", "--appendonly", "no"],
-    );
     check_dataset(&server, &set, "redisbloom8 dump.rdb");
 }
 
 #[test]
 fn redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks() {
     let test = "redisbloom8_aof_fixture_loads_identically_and_rewrites_as_scandump_walks";
-    let Some((fx8, bin)) = common::expect_redisbloom8(test, "") else {
+    // The incr file replays BF.RESERVE / BF.INSERT … EXPANSION 0 (non-scaling, growth 0).
+    let Some((server, set, bin)) =
+        expect_redisbloom8_recording(test, "aof-keys", 11, "appendonlydir", &AOF_ARGS)
+    else {
         return;
     };
-    // The incr file replays BF.RESERVE / BF.INSERT … EXPANSION 0 (non-scaling, growth 0).
-    let set = load_set_in(&fx8, "aof-keys");
-    assert_eq!(set.len(), 11);
-    let dir = DirServer::tempdir();
-    copy_tree(
-        &fx8.join("appendonlydir"),
-        &dir.path().join("appendonlydir"),
-    );
-    let server = DirServer::start_on(&bin, dir, &AOF_ARGS);
     check_dataset(&server, &set, "redisbloom8 appendonlydir");
     let mut c = server.conn();
     let base = rewrite_aof(&server, &mut c);

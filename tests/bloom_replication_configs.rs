@@ -66,6 +66,35 @@ fn digest(con: &mut redis::Connection, key: &str) -> String {
     common::reply_text(&v)
 }
 
+/// `BF.INFO` and `DEBUG DIGEST-VALUE` of each filter of [`CREATIONS`] on `con`, in its order.
+fn states(con: &mut redis::Connection) -> Vec<(String, String)> {
+    CREATIONS
+        .iter()
+        .map(|(key, _)| (info(con, key), digest(con, key)))
+        .collect()
+}
+
+/// How `con`'s filters (`whose` copies) differ from `want` (from [`states`] of the source,
+/// `source` naming it): one line per filter whose `BF.INFO` or digest differs, and one per
+/// filter that misses some of `items` (see [`missing`]); empty when they are the same.
+fn differences(
+    con: &mut redis::Connection,
+    want: &[(String, String)],
+    items: &[String],
+    source: &str,
+    whose: &str,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for ((key, line), (wi, wd)) in CREATIONS.iter().zip(want) {
+        let (gi, gd) = (info(con, key), digest(con, key));
+        if (&gi, &gd) != (wi, wd) {
+            wrong.push(format!("{line}: {source} {wi} {wd}, {whose} {gi} {gd}"));
+        }
+        wrong.extend(missing(con, key, items, line, whose));
+    }
+    wrong
+}
+
 #[test]
 fn a_replica_with_expansion_factor_0_builds_the_primarys_filters() {
     for (name, bin) in common::servers() {
@@ -99,20 +128,8 @@ fn replica_with_factor_0(name: &str, bin: &str) {
     let items = items();
     create_and_fill(&mut p, &items);
     let _: i64 = cmd("WAIT 1 5000").query(&mut p).unwrap();
-    let mut wrong = Vec::new();
-    for (key, line) in CREATIONS {
-        let (pi, ri) = (info(&mut p, key), info(&mut r, key));
-        if pi != ri {
-            wrong.push(format!("{line}: BF.INFO primary {pi}, replica {ri}"));
-        }
-        let (pd, rd) = (digest(&mut p, key), digest(&mut r, key));
-        if pd != rd {
-            wrong.push(format!(
-                "{line}: DEBUG DIGEST-VALUE primary {pd}, replica {rd}"
-            ));
-        }
-        wrong.extend(missing(&mut r, key, &items, line, "replica"));
-    }
+    let primary_states = states(&mut p);
+    let wrong = differences(&mut r, &primary_states, &items, "primary", "replica");
     assert!(
         wrong.is_empty(),
         "{name}: replica differs:\n{}",
@@ -134,23 +151,11 @@ fn aof_replay_with_factor_0(name: &str, bin: &str) {
     let mut con = s.conn();
     let items = items();
     create_and_fill(&mut con, &items);
-    let before: Vec<_> = CREATIONS
-        .iter()
-        .map(|(key, _)| (info(&mut con, key), digest(&mut con, key)))
-        .collect();
+    let before = states(&mut con);
     drop(con);
     s.restart(&[("bf.expansion-factor", "0")]);
     let mut con = s.conn();
-    let mut wrong = Vec::new();
-    for ((key, line), (pi, pd)) in CREATIONS.iter().zip(&before) {
-        let (ai, ad) = (info(&mut con, key), digest(&mut con, key));
-        if (&ai, &ad) != (pi, pd) {
-            wrong.push(format!(
-                "{line}: before {pi} {pd}, after the replay {ai} {ad}"
-            ));
-        }
-        wrong.extend(missing(&mut con, key, &items, line, "the replay"));
-    }
+    let wrong = differences(&mut con, &before, &items, "before", "the replay");
     assert!(
         wrong.is_empty(),
         "{name}: AOF replay differs:\n{}",

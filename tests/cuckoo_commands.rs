@@ -10,18 +10,9 @@
 
 mod common;
 
-use common::errors_by_line::redis8;
+use common::errors_by_line::{self as by_line, redis8};
 use common::{attach_replica, cmd, Server, Steps};
 use std::time::{Duration, Instant};
-
-/// RedisBloom 2.8's text on Redis 7.x / Valkey, RedisBloom 8's on Redis 8.
-fn by_line(rb28: &'static str, rb8: &'static str) -> &'static str {
-    if redis8() {
-        rb8
-    } else {
-        rb28
-    }
-}
 
 /// The fixed part of a cuckoo filter's RDB value, read from a `DUMP` payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,24 +85,11 @@ fn dump(con: &mut redis::Connection, key: &str) -> Vec<u8> {
 
 #[test]
 fn reserve_replies_and_errors() {
-    let s = Server::start();
-    let mut t = Steps::new(&s);
-    let bs = by_line(
-        "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
-        "BUCKETSIZE: value must be in the range [1, 255]",
-    );
-    let mi = by_line(
-        "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
-        "MAXITERATIONS: value must be in the range [1, 65535]",
-    );
-    let ex = by_line(
-        "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
-        "EXPANSION: value must be in the range [0, 32768]",
-    );
-    let cap = by_line(
-        "Capacity must be at least (BucketSize * 2)",
-        "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
-    );
+    let (_s, mut t, mut con) = Steps::start();
+    let bs = by_line::CF_BUCKETSIZE_RANGE.text();
+    let mi = by_line::CF_MAXITERATIONS_RANGE.text();
+    let ex = by_line::CF_EXPANSION_RANGE.text();
+    let cap = by_line::CF_RESERVE_CAPACITY_RANGE.text();
     let arity = "ERR wrong number of arguments for 'cf.reserve' command";
     for (line, want) in [
         ("CF.RESERVE", format!("(error) {arity}")),
@@ -195,7 +173,6 @@ fn reserve_replies_and_errors() {
         ("m", "1000 MAXITERATIONS 65535", (1, 512, 2, 65535, 1)),
     ] {
         t.ok(format!("CF.RESERVE {key} {line}").as_str());
-        let mut con = s.conn();
         let got = shape(&mut con, key);
         assert_eq!(
             (
@@ -237,12 +214,8 @@ fn reserve_replies_and_errors() {
 
 #[test]
 fn add_insert_replies() {
-    let s = Server::start();
-    let mut t = Steps::new(&s);
-    let cap = by_line(
-        "Capacity must be at least (BucketSize * 2)",
-        "Capacity must be in the range [cf-bucket-size * 2, 1073741824]",
-    );
+    let (_s, mut t, mut con) = Steps::start();
+    let cap = by_line::CF_INSERT_CAPACITY_RANGE.text();
     for (line, want) in [
         (
             "CF.ADD",
@@ -339,7 +312,6 @@ fn add_insert_replies() {
         t.eq("CF.INSERT c5 CAPACITY 1073741825 ITEMS a", "[1]");
     }
     t.eq("EXISTS c0 c3 c4", "0");
-    let mut con = s.conn();
     // Auto-created filters: the configured defaults, CAPACITY replacing the initial size.
     assert_eq!(
         shape(&mut con, "a"),
@@ -462,9 +434,7 @@ fn full_filter() {
 
 #[test]
 fn maximum_expansions() {
-    let s = Server::start();
-    let mut t = Steps::new(&s);
-    let mut con = s.conn();
+    let (_s, mut t, mut con) = Steps::start();
     t.ok("CF.RESERVE maxed 2 BUCKETSIZE 1 EXPANSION 1");
     // One command may grow past 32 sub-filters: the limit is checked once per command.
     let items: Vec<String> = (0..100).map(|i| format!("m:{i}")).collect();
@@ -510,8 +480,7 @@ fn maximum_expansions() {
 
 #[test]
 fn delete_count_and_compact() {
-    let s = Server::start();
-    let mut t = Steps::new(&s);
+    let (_s, mut t, mut con) = Steps::start();
     t.steps(
         "
         CF.DEL x -> (error) ERR wrong number of arguments for 'cf.del' command
@@ -536,7 +505,6 @@ fn delete_count_and_compact() {
         ",
     );
     // cf:compact2 of the reference set: CF.COMPACT frees an emptied newest sub-filter.
-    let mut con = s.conn();
     t.ok("CF.RESERVE c2 64");
     let items: Vec<String> = (0..120).map(|i| format!("c:{i}")).collect();
     t.run(format!("CF.INSERT c2 ITEMS {}", items.join(" ")).as_str())
@@ -559,15 +527,8 @@ fn delete_count_and_compact() {
 /// growth and the automatic compactions deletions trigger).
 #[test]
 fn no_false_negatives_after_deletes() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let _: () = cmd("CF.RESERVE")
-        .arg("nf")
-        .arg(2048)
-        .arg("EXPANSION")
-        .arg(2)
-        .query(&mut con)
-        .unwrap();
+    let (_s, mut t, mut con) = Steps::start();
+    t.ok("CF.RESERVE nf 2048 EXPANSION 2");
     let keep: Vec<String> = (0..10_000).map(|i| format!("keep:{i}")).collect();
     let gone: Vec<String> = (0..10_000).map(|i| format!("gone:{i}")).collect();
     for (k, g) in keep.chunks(500).zip(gone.chunks(500)) {
@@ -799,9 +760,7 @@ fn aof_replay_byte_identical() {
 /// RedisBloom's texts, changing nothing.
 #[test]
 fn memory_budget_refusals() {
-    let s = Server::start();
-    let mut t = Steps::new(&s);
-    let mut con = s.conn();
+    let (_s, mut t, mut con) = Steps::start();
     t.ok("CONFIG SET bf.max-filter-bytes 1024");
     t.steps(
         "
@@ -837,13 +796,8 @@ fn memory_budget_refusals() {
 /// item by item, for batches of every length around the batch size.
 #[test]
 fn mexists_on_a_big_filter_matches_exists() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let _: () = cmd("CF.RESERVE")
-        .arg("bigm")
-        .arg(1 << 21)
-        .query(&mut con)
-        .unwrap();
+    let (_s, mut t, mut con) = Steps::start();
+    t.ok("CF.RESERVE bigm 2097152"); // 2^21
     let items: Vec<String> = (0..3000).map(|i| format!("b:{i}")).collect();
     let r: Vec<i64> = cmd("CF.INSERT")
         .arg("bigm")

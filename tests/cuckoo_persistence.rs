@@ -165,6 +165,16 @@ fn load(con: &mut Connection, key: &[u8], cf: &Cuckoo) {
     }
 }
 
+/// A fresh server whose `key` holds the core's filter of `case` (loaded by [`load`]), a
+/// connection to it and that filter.
+fn server_holding(case: &Case, key: &[u8]) -> (Server, Connection, Cuckoo) {
+    let s = Server::start();
+    let mut con = s.conn();
+    let cf = build(case);
+    load(&mut con, key, &cf);
+    (s, con, cf)
+}
+
 fn expected_info(cf: &Cuckoo) -> Vec<Value> {
     let f = |k: &str, v: u64| [Value::SimpleString(k.into()), Value::Int(v as i64)];
     [
@@ -531,10 +541,7 @@ fn info_counters_and_flushall_async_of_a_big_filter() {
 /// `(command line, key to prepare, expected reply)` for the error paths of the four commands.
 #[test]
 fn scandump_loadchunk_info_debug_errors() {
-    let s = Server::start();
-    let mut con = s.conn();
-    let cf = build(&CASES[0]);
-    load(&mut con, b"cf", &cf);
+    let (s, mut con, cf) = server_holding(&CASES[0], b"cf");
     let _: () = cmd("SET str x").query(&mut con).unwrap();
     let header = encode_header(&cf).to_vec();
     let chunk = loadchunks(&cf)[1].clone();
@@ -660,11 +667,8 @@ fn loadchunk_notifies_cf_loadchunk() {
 /// creates nothing; the server keeps running and the original still restores.
 #[test]
 fn restore_of_refused_values_fails_cleanly() {
-    let s = Server::start();
-    let mut con = s.conn();
     // CASES[4]: 1 sub-filter of 4 buckets, so the value starts 02 01 | 02 04 | ...
-    let cf = build(&CASES[4]);
-    load(&mut con, b"src", &cf);
+    let (_s, mut con, cf) = server_holding(&CASES[4], b"src");
     let payload: Bytes = cmd("DUMP src").query(&mut con).unwrap();
     assert_eq!(&payload[10..14], &[2, 1, 2, 4], "{payload:02x?}");
     let resign = |mut p: Bytes| {

@@ -102,9 +102,7 @@ fn replica_that_cannot_grow_a_layer_aborts() {
 fn replica_that_cannot_load_a_chunk_header_aborts() {
     let (primary, mut replica, mut p) = unattached_pair();
     // The header of a 256 MiB filter, taken before the replica attaches.
-    let _: String = common::cmd(format!("BF.RESERVE src 0.005 {BIG_CAPACITY} NONSCALING"))
-        .query(&mut p)
-        .unwrap();
+    ok(&mut p, &format!("BF.RESERVE src {BIG_PLAIN}"));
     let header: (i64, Vec<u8>) = common::cmd("BF.SCANDUMP src 0").query(&mut p).unwrap();
     let _: i64 = common::cmd("DEL src").query(&mut p).unwrap();
     attach_replica(&replica, &primary);
@@ -196,6 +194,10 @@ fn replica_under_a_memory_limit_still_applies_what_fits() {
 /// 0.01 / 6): twice the headroom.
 const BIG_WINDOW: &str = "0.01 640000000 WINDOW 3600000";
 
+/// A plain filter whose one layer takes about 256 MiB (172 million items at 0.005,
+/// [`BIG_CAPACITY`]): twice the headroom.
+const BIG_PLAIN: &str = "0.005 172000000 NONSCALING";
+
 /// A cuckoo filter whose table takes 256 MiB (2^27 buckets of 2): twice the headroom.
 const BIG_CF: &str = "268435456";
 
@@ -277,128 +279,113 @@ fn restore_of(payload: Vec<u8>) -> redis::Cmd {
     c
 }
 
+/// `COPY src w` of a filter made by [`filled_src`].
+fn copy_of(p: &mut Connection, kind: &str, reserve: &str) -> redis::Cmd {
+    filled_src(p, kind, reserve);
+    common::cmd("COPY src w")
+}
+
+/// Runs a command line that answers OK (a creation).
+fn ok(c: &mut Connection, line: &str) {
+    let r: String = common::cmd(line).query(c).unwrap();
+    assert_eq!(r, "OK", "{line}");
+}
+
+/// `n` items named `<prefix><i>`.
+fn items(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// `CF.INSERT w ITEMS <items>` (every item must be taken), then the number of sub-filters `w`
+/// has (CF.INFO's "Number of filters").
+fn cf_insert_w(c: &mut Connection, items: &[String]) -> Value {
+    let r: Vec<i64> = common::cmd("CF.INSERT w ITEMS")
+        .arg(items)
+        .query(c)
+        .unwrap();
+    assert!(r.iter().all(|&v| v == 1), "CF.INSERT w: {r:?}");
+    let info: Vec<Value> = common::cmd("CF.INFO w").query(c).unwrap();
+    info[5].clone()
+}
+
+/// A row of [`CASES`]: its name, the command of its abort line and its setup.
+const fn case(
+    name: &'static str,
+    command: &'static str,
+    setup: fn(&mut Connection) -> redis::Cmd,
+) -> AllocCase {
+    AllocCase {
+        name,
+        command,
+        setup,
+    }
+}
+
 const CASES: &[AllocCase] = &[
-    AllocCase {
-        name: "a new generation",
-        command: "BF.INSERT",
-        setup: |p| {
-            let _: String = common::cmd(format!("BF.RESERVE w {BIG_WINDOW}"))
-                .query(p)
-                .unwrap();
-            common::cmd("BF.MADD w a b c")
-        },
-    },
-    AllocCase {
-        name: "growth inside a generation",
-        command: "BF.INSERT",
-        setup: |p| {
-            // First layer: 25 items; the next one 25 × 25 600 000 = 640 million, about 1.2 GB
-            // (checked on the primary below): far beyond the headroom, so no slack in the
-            // replica's address space can make room for it.
-            let _: String = common::cmd("BF.RESERVE w 0.01 100 WINDOW 3600000 EXPANSION 25600000")
-                .query(p)
-                .unwrap();
-            fill_generation(p);
-            common::cmd("BF.MADD w last other")
-        },
-    },
-    AllocCase {
-        name: "an implicit creation",
-        command: "BF.INSERT",
-        setup: |_| common::cmd("BF.INSERT w CAPACITY 640000000 WINDOW 3600000 ITEMS a b"),
-    },
-    AllocCase {
-        name: "the window LOADCHUNK header",
-        command: "BF.LOADCHUNK",
-        setup: |p| loadchunk_header_of(p, "BF", BIG_WINDOW),
-    },
-    AllocCase {
-        name: "RESTORE",
-        command: "RESTORE",
-        setup: |p| restore_of(made_and_deleted(p, "BF", BIG_WINDOW, "DUMP src")),
-    },
-    AllocCase {
-        name: "RESTORE of a plain filter",
-        command: "RESTORE",
-        setup: |p| {
-            let reserve = format!("0.005 {BIG_CAPACITY} NONSCALING");
-            restore_of(made_and_deleted(p, "BF", &reserve, "DUMP src"))
-        },
-    },
-    AllocCase {
-        name: "COPY",
-        command: "COPY",
-        setup: |p| {
-            filled_src(p, "BF", BIG_WINDOW);
-            common::cmd("COPY src w")
-        },
-    },
-    AllocCase {
-        name: "COPY of a plain filter",
-        command: "COPY",
-        setup: |p| {
-            filled_src(p, "BF", &format!("0.005 {BIG_CAPACITY} NONSCALING"));
-            common::cmd("COPY src w")
-        },
-    },
-    AllocCase {
-        name: "CF.RESERVE",
-        command: "CF.RESERVE",
-        setup: |_| common::cmd(format!("CF.RESERVE w {BIG_CF}")),
-    },
-    AllocCase {
-        name: "a cuckoo implicit creation",
-        command: "CF.RESERVE",
-        setup: |_| common::cmd(format!("CF.INSERT w CAPACITY {BIG_CF} ITEMS a b")),
-    },
-    AllocCase {
-        name: "a new cuckoo sub-filter (CF.INSERT)",
-        command: "CF.INSERT",
-        setup: |p| {
-            let _: String = common::cmd(GROWING_CF).query(p).unwrap();
-            let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
-            let mut c = common::cmd("CF.INSERT w ITEMS");
-            c.arg(items);
-            c
-        },
-    },
-    AllocCase {
-        name: "a new cuckoo sub-filter (CF.ADD)",
-        command: "CF.ADD",
-        setup: |p| {
-            let _: String = common::cmd(GROWING_CF).query(p).unwrap();
-            let (fill, grows) = growing_cf_fill();
-            for group in fill.chunks(1000) {
-                let _: Vec<i64> = common::cmd("CF.INSERT w ITEMS")
-                    .arg(group)
-                    .query(p)
-                    .unwrap();
-            }
-            let filters: Vec<Value> = common::cmd("CF.INFO w").query(p).unwrap();
-            assert_eq!(filters[5], Value::Int(1), "one sub-filter before the add");
-            let mut c = common::cmd("CF.ADD w");
-            c.arg(grows);
-            c
-        },
-    },
-    AllocCase {
-        name: "the cuckoo LOADCHUNK header",
-        command: "CF.LOADCHUNK",
-        setup: |p| loadchunk_header_of(p, "CF", BIG_CF),
-    },
-    AllocCase {
-        name: "RESTORE of a cuckoo filter",
-        command: "RESTORE",
-        setup: |p| restore_of(made_and_deleted(p, "CF", BIG_CF, "DUMP src")),
-    },
-    AllocCase {
-        name: "COPY of a cuckoo filter",
-        command: "COPY",
-        setup: |p| {
-            filled_src(p, "CF", BIG_CF);
-            common::cmd("COPY src w")
-        },
-    },
+    case("a new generation", "BF.INSERT", |p| {
+        ok(p, &format!("BF.RESERVE w {BIG_WINDOW}"));
+        common::cmd("BF.MADD w a b c")
+    }),
+    case("growth inside a generation", "BF.INSERT", |p| {
+        // First layer: 25 items; the next one 25 × 25 600 000 = 640 million, about 1.2 GB
+        // (checked on the primary below): far beyond the headroom, so no slack in the
+        // replica's address space can make room for it.
+        ok(p, "BF.RESERVE w 0.01 100 WINDOW 3600000 EXPANSION 25600000");
+        fill_generation(p);
+        common::cmd("BF.MADD w last other")
+    }),
+    case("an implicit creation", "BF.INSERT", |_| {
+        common::cmd("BF.INSERT w CAPACITY 640000000 WINDOW 3600000 ITEMS a b")
+    }),
+    // Values that reach the replica whole (a LOADCHUNK header, a RESTORE payload, a COPY).
+    case("the window LOADCHUNK header", "BF.LOADCHUNK", |p| {
+        loadchunk_header_of(p, "BF", BIG_WINDOW)
+    }),
+    case("RESTORE", "RESTORE", |p| {
+        restore_of(made_and_deleted(p, "BF", BIG_WINDOW, "DUMP src"))
+    }),
+    case("RESTORE of a plain filter", "RESTORE", |p| {
+        restore_of(made_and_deleted(p, "BF", BIG_PLAIN, "DUMP src"))
+    }),
+    case("COPY", "COPY", |p| copy_of(p, "BF", BIG_WINDOW)),
+    case("COPY of a plain filter", "COPY", |p| {
+        copy_of(p, "BF", BIG_PLAIN)
+    }),
+    case("CF.RESERVE", "CF.RESERVE", |_| {
+        common::cmd(format!("CF.RESERVE w {BIG_CF}"))
+    }),
+    case("a cuckoo implicit creation", "CF.RESERVE", |_| {
+        common::cmd(format!("CF.INSERT w CAPACITY {BIG_CF} ITEMS a b"))
+    }),
+    case("a new cuckoo sub-filter (CF.INSERT)", "CF.INSERT", |p| {
+        ok(p, GROWING_CF);
+        let mut c = common::cmd("CF.INSERT w ITEMS");
+        c.arg(items("i", 20_000));
+        c
+    }),
+    case("a new cuckoo sub-filter (CF.ADD)", "CF.ADD", |p| {
+        ok(p, GROWING_CF);
+        let (fill, grows) = growing_cf_fill();
+        for group in fill.chunks(1000) {
+            assert_eq!(
+                cf_insert_w(p, group),
+                Value::Int(1),
+                "one sub-filter before the add"
+            );
+        }
+        let mut c = common::cmd("CF.ADD w");
+        c.arg(grows);
+        c
+    }),
+    case("the cuckoo LOADCHUNK header", "CF.LOADCHUNK", |p| {
+        loadchunk_header_of(p, "CF", BIG_CF)
+    }),
+    case("RESTORE of a cuckoo filter", "RESTORE", |p| {
+        restore_of(made_and_deleted(p, "CF", BIG_CF, "DUMP src"))
+    }),
+    case("COPY of a cuckoo filter", "COPY", |p| {
+        copy_of(p, "CF", BIG_CF)
+    }),
 ];
 
 /// What the key `w` holds on a replica that stayed up: its type and its answers.
@@ -483,14 +470,15 @@ struct AofCase {
     command: &'static str,
 }
 
+/// The configs of an AOF case that only writes an AOF.
+const APPENDONLY: &[(&str, &str)] = &[("appendonly", "yes")];
+
 const AOF_CASES: &[AofCase] = &[
     AofCase {
         name: "a window generation",
-        configs: &[("appendonly", "yes")],
+        configs: APPENDONLY,
         write: |c| {
-            let _: String = common::cmd(format!("BF.RESERVE w {BIG_WINDOW}"))
-                .query(c)
-                .unwrap();
+            ok(c, &format!("BF.RESERVE w {BIG_WINDOW}"));
             let r: Vec<i64> = common::cmd("BF.MADD w a b c").query(c).unwrap();
             assert_eq!(r, vec![1, 1, 1]);
         },
@@ -498,26 +486,17 @@ const AOF_CASES: &[AofCase] = &[
     },
     AofCase {
         name: "CF.RESERVE",
-        configs: &[("appendonly", "yes")],
-        write: |c| {
-            let _: String = common::cmd(format!("CF.RESERVE w {BIG_CF}"))
-                .query(c)
-                .unwrap();
-        },
+        configs: APPENDONLY,
+        write: |c| ok(c, &format!("CF.RESERVE w {BIG_CF}")),
         command: "CF.RESERVE",
     },
     AofCase {
         name: "a new cuckoo sub-filter",
-        configs: &[("appendonly", "yes")],
+        configs: APPENDONLY,
         write: |c| {
-            let _: String = common::cmd(GROWING_CF).query(c).unwrap();
-            let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
-            let _: Vec<i64> = common::cmd("CF.INSERT w ITEMS")
-                .arg(items)
-                .query(c)
-                .unwrap();
-            let info: Vec<Value> = common::cmd("CF.INFO w").query(c).unwrap();
-            assert_eq!(info[5], Value::Int(2), "the filter grew");
+            ok(c, GROWING_CF);
+            let grown = cf_insert_w(c, &items("i", 20_000));
+            assert_eq!(grown, Value::Int(2), "the filter grew");
         },
         command: "CF.INSERT",
     },

@@ -86,6 +86,18 @@ by_line! {
     INSERT_ERROR_RANGE = "Bad argument received", "Bad error rate";
     INSERT_CAPACITY_RANGE = "Bad argument received", "Bad capacity";
     INSERT_EXPANSION_RANGE = "Bad argument received", "Bad expansion";
+    // CF.RESERVE's range errors, and CF.INSERT's capacity (named after the config on 8).
+    CF_BUCKETSIZE_RANGE = "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+        "BUCKETSIZE: value must be in the range [1, 255]";
+    CF_MAXITERATIONS_RANGE =
+        "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
+        "MAXITERATIONS: value must be in the range [1, 65535]";
+    CF_EXPANSION_RANGE = "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+        "EXPANSION: value must be in the range [0, 32768]";
+    CF_RESERVE_CAPACITY_RANGE = "Capacity must be at least (BucketSize * 2)",
+        "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]";
+    CF_INSERT_CAPACITY_RANGE = "Capacity must be at least (BucketSize * 2)",
+        "Capacity must be in the range [cf-bucket-size * 2, 1073741824]";
 }
 
 /// `text` (replies as redis-cli prints them, written for RedisBloom 2.8) as the server under

@@ -944,6 +944,15 @@ impl Steps {
         Steps::on(s.conn())
     }
 
+    /// A fresh server (default settings), a stepper on it and a plain connection to it for
+    /// what a step cannot write: what most command tests start with. Keep the server for as
+    /// long as the other two are used (dropping it stops it).
+    pub fn start() -> (Server, Steps, redis::Connection) {
+        let s = Server::start();
+        let (t, con) = (Steps::new(&s), s.conn());
+        (s, t, con)
+    }
+
     /// A stepper on a new RESP3 connection to `s`.
     pub fn resp3(s: &Server) -> Steps {
         Steps::on(s.conn3())

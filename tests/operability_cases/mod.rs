@@ -211,6 +211,45 @@ pub fn wait_info(c: &mut Connection, want: [u64; 4]) {
     }
 }
 
+/// The command line must answer `OK`.
+pub fn assert_ok(c: &mut Connection, line: impl Args) {
+    assert_eq!(q::<String>(c, line), "OK");
+}
+
+/// How [`copy_as`] copies a filter to a new key.
+#[derive(Clone, Copy, Debug)]
+enum CopyBy {
+    /// `COPY from to`.
+    Copy,
+    /// `RESTORE to 0` of `DUMP from`'s payload.
+    Restore,
+    /// `BF.LOADCHUNK to` of each chunk of `from`'s SCANDUMP walk.
+    Loadchunk,
+}
+
+/// Copies the filter `from` to the new key `to` by `how`; each command must succeed.
+fn copy_as(c: &mut Connection, how: CopyBy, from: &str, to: &str) {
+    match how {
+        CopyBy::Copy => assert_eq!(q::<i64>(c, ["COPY", from, to]), 1),
+        CopyBy::Restore => {
+            let payload: Vec<u8> = q(c, ["DUMP", from]);
+            let _: () = cmd(["RESTORE", to, "0"])
+                .arg(payload.as_slice())
+                .query(c)
+                .unwrap();
+        }
+        CopyBy::Loadchunk => {
+            for (iter, data) in scandump(c, from.as_bytes()) {
+                let _: () = cmd(["BF.LOADCHUNK", to])
+                    .arg(iter)
+                    .arg(data.as_slice())
+                    .query(c)
+                    .unwrap();
+            }
+        }
+    }
+}
+
 /// BF.DEBUG lines.
 pub fn debug(c: &mut Connection, key: &str) -> Vec<String> {
     q(c, ["BF.DEBUG", key])
@@ -419,9 +458,8 @@ pub fn config_get_set(bin: &str) {
     );
     // The second layer: capacity 7 × 3, error halved again.
     fill(&mut c, "new", "x", 8);
-    let new_debug = debug(&mut c, "new");
     assert_eq!(
-        new_debug,
+        debug(&mut c, "new"),
         vec![
             "size:8",
             "bytes:8 bits:64 hashes:6 hashwidth:64 capacity:7 size:7 ratio:0.025",
@@ -450,11 +488,8 @@ pub fn config_get_set(bin: &str) {
     assert_eq!(bf_info(&mut c, "old"), old_info);
 
     // expansion-factor 0: implicitly created filters are non-scaling (error not halved).
-    assert_eq!(
-        q::<String>(&mut c, "CONFIG SET bf.expansion-factor 0"),
-        "OK"
-    );
-    assert_eq!(q::<String>(&mut c, "CONFIG SET bf.initial-size 5"), "OK");
+    assert_ok(&mut c, "CONFIG SET bf.expansion-factor 0");
+    assert_ok(&mut c, "CONFIG SET bf.initial-size 5");
     assert_eq!(q::<i64>(&mut c, "BF.ADD ns n0"), 1);
     assert_eq!(s.raw(&["BF.INFO", "ns", "EXPANSION"]), "*1\r\n$-1\r\n");
     assert_eq!(bf_info(&mut c, "ns"), info_fields(5, 104, 1, 1, None));
@@ -701,10 +736,7 @@ pub fn config_bad_load_args(bin: &str) {
 pub fn config_max_filter_bytes(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(
-        q::<String>(&mut c, "CONFIG SET bf.max-filter-bytes 100"),
-        "OK"
-    );
+    assert_ok(&mut c, "CONFIG SET bf.max-filter-bytes 100");
     // 0.01 / 1000 needs 1440 bytes.
     assert_eq!(
         qerr(&mut c, "BF.RESERVE big 0.01 1000"),
@@ -724,7 +756,7 @@ pub fn config_max_filter_bytes(bin: &str) {
     assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
 
     // 16 + 32 bytes fit; the third layer (72 bytes) would make 120.
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE sm 0.01 10"), "OK");
+    assert_ok(&mut c, "BF.RESERVE sm 0.01 10");
     fill(&mut c, "sm", "i", 30);
     let before = debug(&mut c, "sm");
     assert_eq!(
@@ -755,17 +787,14 @@ pub fn config_max_filter_bytes(bin: &str) {
     assert_eq!(q::<i64>(&mut c, "BF.ADD sm i0"), 0);
 
     // Lifting the limit lets it grow.
-    assert_eq!(
-        q::<String>(&mut c, "CONFIG SET bf.max-filter-bytes 0"),
-        "OK"
-    );
+    assert_ok(&mut c, "CONFIG SET bf.max-filter-bytes 0");
     assert_eq!(q::<i64>(&mut c, &["BF.ADD", "sm", &extra]), 1);
     assert_eq!(
         debug(&mut c, "sm")[3],
         "bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:1 ratio:0.00125"
     );
     assert_eq!(info_bf(&mut c), [1, 3, 31, 120]);
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE big 0.01 1000"), "OK");
+    assert_ok(&mut c, "BF.RESERVE big 0.01 1000");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -861,10 +890,7 @@ fn notify_steps(ps: &mut redis::PubSub, c: &mut Connection, script: &str) {
 pub fn notifications(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(
-        q::<String>(&mut c, "CONFIG SET notify-keyspace-events KEA"),
-        "OK"
-    );
+    assert_ok(&mut c, "CONFIG SET notify-keyspace-events KEA");
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
     ps.psubscribe("__keyspace@*__:*").unwrap();
@@ -963,10 +989,7 @@ pub fn notifications(bin: &str) {
     );
 
     // Without class d (only generic and string events), BF commands are silent.
-    assert_eq!(
-        q::<String>(&mut c, "CONFIG SET notify-keyspace-events KEg$"),
-        "OK"
-    );
+    assert_ok(&mut c, "CONFIG SET notify-keyspace-events KEg$");
     notify_steps(
         &mut ps,
         &mut c,
@@ -985,10 +1008,10 @@ pub fn notifications(bin: &str) {
 pub fn copy_and_digest(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE src 0.01 10"), "OK");
+    assert_ok(&mut c, "BF.RESERVE src 0.01 10");
     let empty_digest = digest_value(&mut c, "src");
     // Two filters with the same parameters and items have the same digest.
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE twin 0.01 10"), "OK");
+    assert_ok(&mut c, "BF.RESERVE twin 0.01 10");
     assert_eq!(digest_value(&mut c, "twin"), empty_digest);
     let items = fill(&mut c, "src", "s", 25);
     for i in &items {
@@ -1048,21 +1071,11 @@ pub fn copy_and_digest(bin: &str) {
     assert_ne!(db1_digest, src_digest);
 
     // DUMP / RESTORE.
-    let payload: Vec<u8> = q(&mut c, "DUMP src");
-    let _: () = crate::common::cmd("RESTORE rst 0")
-        .arg(payload.as_slice())
-        .query(&mut c)
-        .unwrap();
+    copy_as(&mut c, CopyBy::Restore, "src", "rst");
     assert_eq!(digest_value(&mut c, "rst"), src_digest);
     assert_eq!(debug(&mut c, "rst"), src_debug);
     // SCANDUMP / LOADCHUNK.
-    for (iter, data) in scandump(&mut c, b"src") {
-        let _: () = crate::common::cmd("BF.LOADCHUNK chunked")
-            .arg(iter)
-            .arg(data.as_slice())
-            .query(&mut c)
-            .unwrap();
-    }
+    copy_as(&mut c, CopyBy::Loadchunk, "src", "chunked");
     assert_eq!(digest_value(&mut c, "chunked"), src_digest);
 
     // DEBUG DIGEST (whole dataset) and DEBUG RELOAD.
@@ -1103,14 +1116,14 @@ pub fn info_section(bin: &str) {
     );
     assert_eq!(info_bf(&mut c), [0, 0, 0, 0]);
 
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE a 0.01 100"), "OK");
+    assert_ok(&mut c, "BF.RESERVE a 0.01 100");
     assert_eq!(info_bf(&mut c), [1, 1, 0, 144]);
     assert_eq!(q::<i64>(&mut c, "BF.ADD a x"), 1);
     assert_eq!(q::<i64>(&mut c, "BF.ADD a x"), 0);
     assert_eq!(info_bf(&mut c), [1, 1, 1, 144]);
 
     // A growing filter: 10, 20, 40, 80 capacity → 16 + 32 + 72 + 160 bytes.
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE g 0.01 10"), "OK");
+    assert_ok(&mut c, "BF.RESERVE g 0.01 10");
     fill(&mut c, "g", "g", 71);
     let (g_bytes, g_layers) = debug_bytes_layers(&mut c, "g");
     assert_eq!((g_bytes, g_layers), (16 + 32 + 72 + 160, 4));
@@ -1144,27 +1157,18 @@ pub fn info_section(bin: &str) {
     assert_eq!(info_bf(&mut c), want);
 
     // COPY, RESTORE, LOADCHUNK each add a filter.
-    assert_eq!(q::<i64>(&mut c, "COPY g g2"), 1);
-    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
-    assert_eq!(info_bf(&mut c), want);
-    let payload: Vec<u8> = q(&mut c, "DUMP g");
-    let _: () = crate::common::cmd("RESTORE g3 0")
-        .arg(payload.as_slice())
-        .query(&mut c)
-        .unwrap();
-    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
-    assert_eq!(info_bf(&mut c), want);
-    for (iter, data) in scandump(&mut c, b"g") {
-        let _: () = crate::common::cmd("BF.LOADCHUNK g4")
-            .arg(iter)
-            .arg(data.as_slice())
-            .query(&mut c)
-            .unwrap();
+    for (how, to) in [
+        (CopyBy::Copy, "g2"),
+        (CopyBy::Restore, "g3"),
+        (CopyBy::Loadchunk, "g4"),
+    ] {
+        copy_as(&mut c, how, "g", to);
+        want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
+        assert_eq!(info_bf(&mut c), want, "{how:?}");
     }
-    want = [want[0] + 1, want[1] + 4, want[2] + 71, want[3] + g_bytes];
-    assert_eq!(info_bf(&mut c), want);
 
     // RESTORE REPLACE over a filter: the old one is freed.
+    let payload: Vec<u8> = q(&mut c, "DUMP g");
     let _: () = crate::common::cmd("RESTORE g3 0")
         .arg(payload.as_slice())
         .arg("REPLACE")
@@ -1477,7 +1481,7 @@ pub fn acl(bin: &str) {
             let mut u = s.conn_as("u");
             assert_eq!(q::<i64>(&mut u, "BF.ADD k a"), 1);
             assert_eq!(q::<i64>(&mut u, "BF.EXISTS k a"), 1);
-            assert_eq!(q::<String>(&mut u, "BF.RESERVE r 0.01 10"), "OK");
+            assert_ok(&mut u, "BF.RESERVE r 0.01 10");
             assert_eq!(q::<i64>(&mut u, "BF.CARD k"), 1);
             for args in [&["GET", "k"][..], &["SET", "x", "1"], &["DEL", "k"]] {
                 let e = qerr(&mut u, args);
@@ -1563,7 +1567,7 @@ pub fn acl(bin: &str) {
 pub fn generic_key_commands(bin: &str) {
     let s = Srv::start(bin, &[], &[]);
     let mut c = s.conn();
-    assert_eq!(q::<String>(&mut c, "BF.RESERVE k 0.01 10"), "OK");
+    assert_ok(&mut c, "BF.RESERVE k 0.01 10");
     fill(&mut c, "k", "k", 15);
     let k_debug = debug(&mut c, "k");
     assert_eq!(q::<String>(&mut c, "TYPE k"), "MBbloom--");
@@ -1717,10 +1721,7 @@ pub fn replication(bin: &str) {
     assert_eq!(q::<i64>(&mut pc, "BF.ADD k a"), 0);
     assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:1\r\n:1\r\n");
     assert_eq!(p.raw(&["BF.MADD", "m", "x", "y"]), "*2\r\n:0\r\n:0\r\n");
-    assert_eq!(
-        q::<String>(&mut pc, "CONFIG SET bf.expansion-factor 0"),
-        "OK"
-    );
+    assert_ok(&mut pc, "CONFIG SET bf.expansion-factor 0");
     assert_eq!(p.raw(&["BF.INSERT", "n", "ITEMS", "z"]), "*1\r\n:1\r\n");
     assert_eq!(
         p.raw(&["BF.INSERT", "c", "CAPACITY", "1000", "ITEMS", "z"]),
@@ -1730,16 +1731,13 @@ pub fn replication(bin: &str) {
     // and is replicated with it spelled out, so the replica's own config does not matter.
     let redis8 = crate::common::errors_by_line::is_redis8_binary(bin);
     let aof_g = if redis8 {
-        assert_eq!(q::<String>(&mut pc, "BF.RESERVE h 0.01 10"), "OK");
-        assert_eq!(
-            q::<String>(&mut pc, "CONFIG SET bf.expansion-factor 3"),
-            "OK"
-        );
+        assert_ok(&mut pc, "BF.RESERVE h 0.01 10");
+        assert_ok(&mut pc, "CONFIG SET bf.expansion-factor 3");
         "BF.RESERVE g 0.01 10 EXPANSION 3"
     } else {
         "BF.RESERVE g 0.01 10"
     };
-    assert_eq!(q::<String>(&mut pc, "BF.RESERVE g 0.01 10"), "OK");
+    assert_ok(&mut pc, "BF.RESERVE g 0.01 10");
     let grown = fill(&mut pc, "g", "g", 25);
     assert_eq!(q::<i64>(&mut pc, "WAIT 1 10000"), 1);
 
