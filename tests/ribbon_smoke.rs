@@ -236,18 +236,14 @@ fn a_replica_ends_with_the_primarys_bytes() {
         let () = cmd("RF.BUILD k ERROR 0.005").query(&mut p).unwrap();
         let () = cmd("RF.BUILD one ITEMS a b c").query(&mut p).unwrap();
         let want: Vec<String> = ["k", "one"].iter().map(|k| digest(&mut p, k)).collect();
+        // Poll until the replica has applied the stream (or the deadline passed).
         let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let got: Vec<String> = ["k", "one"].iter().map(|k| digest(&mut r, k)).collect();
-            if got == want {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{name}: replica {got:?}, primary {want:?}"
-            );
+        let mut got = Vec::new();
+        while got != want && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
+            got = ["k", "one"].iter().map(|k| digest(&mut r, k)).collect();
         }
+        assert_eq!(got, want, "{name}: the replica's digests");
         let state: Vec<String> = cmd("RF.INFO k STATE").query(&mut r).unwrap();
         assert_eq!(state, ["built"], "{name}");
     }
