@@ -1,9 +1,11 @@
 //! What the module's data types share, whatever the family (`MBbloom--`, `bf-window`,
-//! `MBbloomCF`): the method table (`type_methods!`), the lookups of a key's value, the RDB
-//! reader and writer on the module IO, loading with the abort rule, the AOF `LOADCHUNK`
-//! emitter, and the callbacks and helpers all types use (memory usage, copy, free effort,
-//! active defrag, digest). Each family's type file (`bloom/bloom_type.rs`,
-//! `bloom/window_type.rs`, `cuckoo/cuckoo_type.rs`) holds only what is its own.
+//! `MBbloomCF`, `bf-ribbon`): the method table (`type_methods!`) whose callbacks (RDB load and
+//! save, AOF rewrite, memory usage, digest, free, free effort, copy, defrag) are generic over
+//! [`FilterValue`], the lookups of a key's value, the RDB reader and writer on the module IO,
+//! loading with the abort rule, the AOF `LOADCHUNK` emitter, and the helpers the families'
+//! `FilterValue` impls use (free effort, active defrag, digest). Each family's type file
+//! (`bloom/bloom_type.rs`, `bloom/window_type.rs`, `cuckoo/cuckoo_type.rs`,
+//! `ribbon/ribbon_type.rs`) is its `FilterValue` impl and what is truly its own.
 
 use crate::bloom::rdb::{DecodeError, ValueReader, ValueWriter};
 use crate::module::pages;
