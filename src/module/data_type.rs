@@ -1,7 +1,7 @@
 //! What the module's data types share, whatever the family (`MBbloom--`, `bf-window`,
 //! `MBbloomCF`, `bf-ribbon`): the method table (`type_methods!`) whose callbacks (RDB load and
 //! save, AOF rewrite, memory usage, digest, free, free effort, copy, defrag) are generic over
-//! [`FilterValue`], the lookups of a key's value, the RDB reader and writer on the module IO,
+//! `FilterValue`, the lookups of a key's value, the RDB reader and writer on the module IO,
 //! loading with the abort rule, the AOF `LOADCHUNK` emitter, and the helpers the families'
 //! `FilterValue` impls use (free effort, active defrag, digest). Each family's type file
 //! (`bloom/bloom_type.rs`, `bloom/window_type.rs`, `cuckoo/cuckoo_type.rs`,
