@@ -176,12 +176,17 @@ pub fn info_bf(c: &mut Connection) -> [u64; 4] {
     let names = ["bf_filters", "bf_layers", "bf_items", "bf_bytes"];
     // Active defrag's counters and the bytes the background thread has yet to free are
     // checked by tests/bigfilters.rs, the allocation count by tests/bloom_heap_allocations.rs; here
-    // they must be present and nothing else (the cuckoo counters: tests/cuckoo_persistence.rs).
+    // they must be present and nothing else (the cuckoo counters: tests/cuckoo_persistence.rs;
+    // the Ribbon ones: tests/ribbon_smoke.rs).
     let others = [
         "bf_cf_filters",
         "bf_cf_sub_filters",
         "bf_cf_items",
         "bf_cf_bytes",
+        "bf_rf_filters",
+        "bf_rf_items",
+        "bf_rf_bytes",
+        "bf_rf_builds_running",
         "bf_defrag_hits",
         "bf_defrag_misses",
         "bf_free_pending_bytes",

@@ -19,16 +19,32 @@ pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
 
 /// Encodes the header of `ribbon`.
 pub fn encode_header(ribbon: &Ribbon) -> [u8; HEADER_BYTES] {
-    let shape = ribbon.shape();
+    header_of(
+        ribbon.error_rate(),
+        ribbon.items(),
+        ribbon.shape(),
+        ribbon.seed(),
+        ribbon.bumped().len() as u64,
+    )
+}
+
+/// The header of a filter of these fields.
+fn header_of(
+    error_rate: f64,
+    items: u64,
+    shape: &Shape,
+    seed: u32,
+    bumped: u64,
+) -> [u8; HEADER_BYTES] {
     let mut out = [0u8; HEADER_BYTES];
     out[0] = VERSION;
-    out[1..9].copy_from_slice(&ribbon.error_rate().to_le_bytes());
-    out[9..17].copy_from_slice(&ribbon.items().to_le_bytes());
+    out[1..9].copy_from_slice(&error_rate.to_le_bytes());
+    out[9..17].copy_from_slice(&items.to_le_bytes());
     out[17..25].copy_from_slice(&shape.blocks().to_le_bytes());
     out[25..29].copy_from_slice(&shape.lower_bits().to_le_bytes());
     out[29..37].copy_from_slice(&shape.upper_start().to_le_bytes());
-    out[37..41].copy_from_slice(&ribbon.seed().to_le_bytes());
-    out[41..49].copy_from_slice(&(ribbon.bumped().len() as u64).to_le_bytes());
+    out[37..41].copy_from_slice(&seed.to_le_bytes());
+    out[41..49].copy_from_slice(&bumped.to_le_bytes());
     out
 }
 
@@ -89,7 +105,8 @@ pub enum HeaderError {
     /// [`MAX_ITEMS`] items or more bumped hashes than items, or not a shape
     /// ([`Shape::new`]).
     Invalid,
-    /// The filter would need more than the `max_bytes` given to [`Loader::new`].
+    /// The filter would need more than the `max_bytes` given to [`Loader::new`], or more
+    /// than memory can give.
     TooLarge,
 }
 
@@ -126,7 +143,8 @@ pub struct Loader {
 impl Loader {
     /// Validates `header` and allocates the body (zeroed: large allocations stay unresident
     /// until written). `max_bytes` bounds the body's size in bytes. Errors:
-    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`] — both before allocating.
+    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`] — both before allocating — and
+    /// [`HeaderError::TooLarge`] too when the allocation fails.
     pub fn new(header: &[u8], max_bytes: u64) -> Result<Loader, HeaderError> {
         if header.len() != HEADER_BYTES || header[0] != VERSION {
             return Err(HeaderError::Invalid);
@@ -161,10 +179,16 @@ impl Loader {
             seed: u32_at(37),
             items,
         };
+        // Zeroed and fallible: a header within `max_bytes` that memory cannot hold is refused
+        // (TooLarge) rather than aborting the process.
+        let zeroed = |n: u64| {
+            bytemuck::allocation::try_zeroed_vec::<u64>(n as usize)
+                .map_err(|()| HeaderError::TooLarge)
+        };
         Ok(Loader {
             meta,
-            words: vec![0; shape.words() as usize],
-            bumped: vec![0; bumped as usize],
+            words: zeroed(shape.words())?,
+            bumped: zeroed(bumped)?,
             received: 0,
         })
     }
@@ -177,6 +201,44 @@ impl Loader {
     /// The position the next chunk must have (1-based).
     pub fn next_position(&self) -> u64 {
         self.received + 1
+    }
+
+    /// The body bytes received so far, in order (what a saved half-copied filter keeps:
+    /// [`Loader::apply`]ing them at position 1 to a new loader of the same header gives this
+    /// loader back).
+    pub fn received_body(&self) -> Vec<u8> {
+        let words = self.words.len() as u64;
+        let mut out = Vec::with_capacity(self.received as usize);
+        let mut at = 0;
+        while at < self.received {
+            let index = at / 8;
+            let word = if index < words {
+                self.words[index as usize]
+            } else {
+                self.bumped[(index - words) as usize]
+            };
+            let take = (self.received - at).min(8) as usize;
+            out.extend_from_slice(&word.to_le_bytes()[..take]);
+            at += take as u64;
+        }
+        out
+    }
+
+    /// The header this loader was made from.
+    pub fn header(&self) -> [u8; HEADER_BYTES] {
+        let m = &self.meta;
+        header_of(
+            m.error_rate,
+            m.items,
+            &m.shape,
+            m.seed,
+            self.bumped.len() as u64,
+        )
+    }
+
+    /// Items of the filter being loaded (the header's count).
+    pub fn items(&self) -> u64 {
+        self.meta.items
     }
 
     /// Has the whole body arrived?
