@@ -480,6 +480,16 @@ fn built_filter_is_the_cores_and_copies_through_loadchunk() {
     assert_eq!(cmd("RF.CARD staged").query::<i64>(&mut con).unwrap(), 1);
 }
 
+/// How many of `items` RF.MEXISTS answers 1 for (in batches of 1000).
+fn answered_yes(con: &mut Connection, key: &str, items: &[Vec<u8>]) -> u64 {
+    let mut yes = 0;
+    for batch in items.chunks(1000) {
+        let got: Vec<i64> = cmd("RF.MEXISTS").arg(key).arg(batch).query(con).unwrap();
+        yes += got.iter().filter(|&&g| g == 1).count() as u64;
+    }
+    yes
+}
+
 /// No false negative and a false-positive rate within a binomial tail bound, measured on
 /// built filters of 20 000 items with 200 000 probes never staged, at ε = 1 % and 0.1 %.
 ///
@@ -504,25 +514,9 @@ fn no_false_negatives_and_false_positives_within_the_bound() {
             .arg(&set[..10_000]);
         stage(&mut con, key, &set[10_000..]);
         let _: () = built_with_items.query(&mut con).unwrap();
-        let mut negatives = 0;
-        for batch in set.chunks(1000) {
-            let got: Vec<i64> = cmd("RF.MEXISTS")
-                .arg(key)
-                .arg(batch)
-                .query(&mut con)
-                .unwrap();
-            negatives += got.iter().filter(|&&g| g != 1).count();
-        }
+        let negatives = set.len() as u64 - answered_yes(&mut con, key, &set);
         assert_eq!(negatives, 0, "{key}: false negatives");
-        let mut fp = 0u64;
-        for batch in probes.chunks(1000) {
-            let got: Vec<i64> = cmd("RF.MEXISTS")
-                .arg(key)
-                .arg(batch)
-                .query(&mut con)
-                .unwrap();
-            fp += got.iter().filter(|&&g| g == 1).count() as u64;
-        }
+        let fp = answered_yes(&mut con, key, &probes);
         let core = rf_core(&set, rate);
         let core_fp = probes.iter().filter(|p| core.contains(p)).count() as u64;
         let n = probes.len() as f64;
@@ -550,14 +544,14 @@ fn no_false_negatives_and_false_positives_within_the_bound() {
 fn keyspace_events() {
     let s = Server::start();
     let mut c = s.conn();
+    let _: () = cmd("RF.BUILD src ITEMS a b c").query(&mut c).unwrap();
+    let walk = rf_scandump(&mut c, b"src");
+    assert_eq!(walk.len(), 2, "a header and one chunk");
     config_set(&mut c, "notify-keyspace-events", "Edg");
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
     ps.psubscribe("__keyevent@*__:*").unwrap();
     ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let _: () = cmd("RF.BUILD src ITEMS a b c").query(&mut c).unwrap();
-    let walk = rf_scandump(&mut c, b"src");
-    assert_eq!(walk.len(), 2, "a header and one chunk");
     let mut events = |commands: &str| -> String {
         for line in commands.split("; ").filter(|l| !l.is_empty()) {
             let _ = run(&mut c, line);
