@@ -560,6 +560,7 @@ fn keyspace_events() {
             loadchunk_walk(&mut c, "RF.LOADCHUNK", b"copy", &walk);
         }
         let _: () = cmd("SET sentinel 1").query(&mut c).unwrap();
+        let _: i64 = cmd("DEL sentinel").query(&mut c).unwrap();
         let mut got = Vec::new();
         loop {
             let m = ps.get_message().expect("notification");
