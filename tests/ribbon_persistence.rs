@@ -507,7 +507,7 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
             seen = true;
         }
         assert!(rf_scandump(&mut con, key.as_bytes()) == rf_core_walk(&rf_core(&set, 0.01)));
-        assert_eq!(info_num(&mut con, "bf", "ribbon_builds_running"), 0);
+        assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
         if seen {
             break;
         }
@@ -631,7 +631,7 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
             let left = left.replace("{n}", &n.to_string());
             assert_eq!(shown, left, "{name}: what {key} holds");
             assert_eq!(
-                info_num(&mut con, "bf", "ribbon_builds_running"),
+                info_num(&mut con, "bf", "bf_rf_builds_running"),
                 0,
                 "{name}"
             );
