@@ -52,6 +52,12 @@ fn stage(con: &mut Connection, key: &[u8], items: &[Bytes]) {
     assert_eq!(card, items.len() as u64, "staged");
 }
 
+/// `RF.INFO key STATE`: "staging" or "built" (RESP2 answers an array of one, as BF.INFO).
+fn state_of(con: &mut Connection, key: &[u8]) -> String {
+    let v: Vec<String> = cmd("RF.INFO").arg(key).arg("STATE").query(con).unwrap();
+    v[0].clone()
+}
+
 /// The error text of a reply, or its value shown.
 fn text(r: &redis::RedisResult<Value>) -> String {
     common::reply_text(r)
@@ -148,7 +154,7 @@ fn check(con: &mut Connection, c: &Case, digest: &str, when: &str) {
     let key = String::from_utf8_lossy(c.key);
     let ty: String = cmd("TYPE").arg(c.key).query(con).unwrap();
     assert_eq!(ty, "bf-ribbon", "{when}: {key}");
-    let state: String = cmd("RF.INFO").arg(c.key).arg("STATE").query(con).unwrap();
+    let state = state_of(con, c.key);
     let want_state = if c.rate.is_some() { "built" } else { "staging" };
     assert_eq!(state, want_state, "{when}: {key}");
     let card: u64 = cmd("RF.CARD").arg(c.key).query(con).unwrap();
@@ -435,10 +441,7 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
         .query(&mut con)
         .unwrap();
     assert_eq!(r, "OK");
-    assert_eq!(
-        cmd("RF.INFO lua STATE").query::<String>(&mut con).unwrap(),
-        "built"
-    );
+    assert_eq!(state_of(&mut con, b"lua"), "built");
     // Past the inline limit: refused in MULTI and in a script, the key left staging.
     let big = items("big", 1_000_001);
     stage(&mut con, b"big", &big);
@@ -455,10 +458,7 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
         .query::<Value>(&mut con);
     assert!(text(&r).contains(TOO_BIG_INLINE), "EVAL: {}", text(&r));
     assert_eq!(digest_value(&mut con, b"big"), digest);
-    assert_eq!(
-        cmd("RF.INFO big STATE").query::<String>(&mut con).unwrap(),
-        "staging"
-    );
+    assert_eq!(state_of(&mut con, b"big"), "staging");
     let _: i64 = cmd("DEL big").query(&mut con).unwrap();
     // The running build: reads from the set, writes refused, then OK and the core's filter.
     let mut n = 250_000;
@@ -494,7 +494,7 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
                 during,
                 vec![
                     n.to_string(),
-                    "staging".into(),
+                    "[staging]".into(),
                     "1".into(),
                     "[1,0]".into(),
                     running.clone(),
@@ -590,7 +590,7 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
                 let at = at.replace("{k}", &key);
                 let mut c = s.conn();
                 let _: () = cmd("SELECT").arg(db).query(&mut c).unwrap();
-                let state: String = cmd("RF.INFO").arg(&at).arg("STATE").query(&mut c).unwrap();
+                let state = state_of(&mut c, at.as_bytes());
                 assert_eq!(state, "staging", "{name}: {at} on db {db}");
                 assert_eq!(
                     cmd("RF.CARD").arg(&at).query::<u64>(&mut c).unwrap(),
@@ -619,11 +619,7 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
                 ),
                 "bf-ribbon" => format!(
                     "{} {}",
-                    cmd("RF.INFO")
-                        .arg(&key)
-                        .arg("STATE")
-                        .query::<String>(&mut con)
-                        .unwrap(),
+                    state_of(&mut con, key.as_bytes()),
                     cmd("RF.CARD").arg(&key).query::<u64>(&mut con).unwrap()
                 ),
                 other => other.to_string(),
