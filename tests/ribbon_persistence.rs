@@ -345,14 +345,19 @@ fn replicas_end_byte_identical_and_never_build() {
         assert_eq!(calls(&mut r, "rf.build"), 0, "a replica ran RF.BUILD");
     }
     let mut r = streamed.conn();
-    // The stream carried the builds as bytes: 3 builds (two RF.BUILD, one with ITEMS) of one
-    // chunk each, a header and a chunk apiece, and the copy's two.
-    assert_eq!(
+    // The stream carried the builds as bytes: four builds (three RF.BUILD ERROR, one RF.BUILD
+    // ITEMS) of one chunk each, a header and a chunk apiece, and the copy's two; the staging
+    // as the six RF.MADD of the cases and the ITEMS of RF.BUILD as a seventh.
+    let got = [
         calls(&mut r, "rf.loadchunk"),
-        2 * 3 + 2,
-        "RF.LOADCHUNK on the replica"
+        calls(&mut r, "rf.madd"),
+        calls(&mut r, "rf.add"),
+    ];
+    assert_eq!(
+        got,
+        [2 * 4 + 2, 7, 0],
+        "RF.LOADCHUNK, RF.MADD, RF.ADD on the replica"
     );
-    assert_eq!(calls(&mut r, "rf.madd"), 4, "RF.MADD replicated verbatim");
 }
 
 /// Starts RF.BUILD of `key` (staged from `set`) on its own connection (a thread); returns
