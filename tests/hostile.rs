@@ -34,6 +34,10 @@
 //!   every BF and CF command with random arity and random tokens (keywords, numbers, binary,
 //!   real headers of both kinds) against a live server, RESP2 and RESP3; after each case PING
 //!   answers, the process is alive and no reply is the module's caught-panic error.
+//! - `ribbon_hostile_payloads_are_refused`: `bf-ribbon` (RF.*) RF.LOADCHUNK headers of every
+//!   wrong length, version, rate, count and shape and chunks in the wrong places answer
+//!   `ERR received bad data` and create nothing; 600 truncated or garbled RESTOREs of both
+//!   states answer `ERR Bad data format` or give a key every RF command answers.
 //!
 //! Runs in ~60–90 s. Seeds are printed (`BF_HOSTILE_SEED=…` repeats a run).
 
@@ -3023,14 +3027,13 @@ fn ribbon_hostile_payloads_are_refused() {
         assert_eq!(n, 0, "header {what} created the key");
     }
     assert_alive(&mut s, &mut con, "after the bad headers");
-    // Chunks: a real header, then chunks in the wrong places; the key never answers a false
-    // "no" and a good copy still completes after every refusal.
+    // Chunks: a real header, then chunks in the wrong places, each refused; the good chunk
+    // still completes the copy after every refusal.
     let body_end = body.len() as i64 + 1;
-    let ok: () = cmd("RF.LOADCHUNK k 1")
+    let _: () = cmd("RF.LOADCHUNK k 1")
         .arg(&header[..])
         .query(&mut con)
         .unwrap();
-    let _ = ok;
     // Refusals with another answer than BAD_DATA (asserted at the end, so the rest runs).
     let mut wrong = Vec::new();
     // A negative iterator: BF.LOADCHUNK's error.

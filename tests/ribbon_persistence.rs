@@ -521,6 +521,16 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
     assert!(seen, "no build was ever seen running");
 }
 
+/// A change made while a build runs: its name, its commands (`{k}` the key), where the value
+/// that started the build is afterwards (db, key) if it is still somewhere, and what the key
+/// itself holds afterwards ("" missing, "string v", "staging N", "built {n}").
+type ChangeCase = (
+    &'static str,
+    &'static [&'static str],
+    Option<(u8, &'static str)>,
+    &'static str,
+);
+
 /// A key changed while its build runs is never built: for each change, the client gets
 /// [`CHANGED`], no key holds a built filter, and the value that started the build is staging
 /// again with its whole set wherever the change put it.
@@ -530,7 +540,7 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
     let mut con = s.conn();
     // (name, commands run during the build, where the started value is afterwards (db, key),
     // what the key itself holds afterwards: "" missing, "string v", "staging N").
-    let cases: &[(&str, &[&str], Option<(u8, &str)>, &str)] = &[
+    let cases: &[ChangeCase] = &[
         ("DEL", &["DEL {k}"], None, ""),
         ("UNLINK", &["UNLINK {k}"], None, ""),
         (
