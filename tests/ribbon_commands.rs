@@ -719,3 +719,68 @@ fn command_metadata_and_acl_category() {
         assert_eq!(keys, vec!["{k}1".to_string()], "{name}");
     }
 }
+
+/// The number after `word` in `e`, or 0 when `word` is not followed by one.
+fn number_after_or_zero(e: &str, word: &str) -> u64 {
+    e.find(word)
+        .and_then(|i| {
+            e[i + word.len()..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Staging and a build's working memory count against `bf.max-filter-bytes`: a refused
+/// RF.MADD stages nothing (and creates no key), a refused RF.BUILD leaves the key staging
+/// with the same digest; each error names the bytes needed and the bytes left.
+#[test]
+fn memory_limits_refuse_staging_and_builds_before_they_start() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let set = items("mem", 10_000);
+    stage(&mut con, "k", &set);
+    let digest = common::digest_value(&mut con, b"k");
+    config_set(&mut con, "bf.max-filter-bytes", "200000");
+    let e = run(&mut con, "RF.BUILD k").unwrap_err();
+    let text = common::reply_text(&Err(e));
+    let prefix = "(error) ERR RF.BUILD of 10000 items needs ";
+    assert!(text.starts_with(prefix), "{text}");
+    assert!(
+        text.contains(
+            " bytes of working memory; the memory limits (maxmemory, bf.max-filter-bytes) leave "
+        ),
+        "{text}"
+    );
+    let needed = number_after_or_zero(&text, "needs ");
+    let left = number_after_or_zero(&text, "leave ");
+    // Hashes (8 bytes an item) and the band (20 bytes a slot, 1.025 slots an item) at least.
+    assert!(needed >= 10_000 * 28 && left < needed, "{text}");
+    assert_eq!(common::digest_value(&mut con, b"k"), digest);
+    assert_eq!(info_u64(&mut con, "k", "ITEMS"), 10_000);
+    // Staging past the limit: nothing staged, no key created.
+    let more = items("more", 30_000);
+    for key in ["k", "fresh"] {
+        let e = cmd("RF.MADD")
+            .arg(key)
+            .arg(&more)
+            .query::<Value>(&mut con)
+            .unwrap_err();
+        let text = common::reply_text(&Err(e));
+        assert!(
+            text.starts_with("(error) ERR staging 30000 items needs up to "),
+            "{text}"
+        );
+        let needed = number_after_or_zero(&text, "needs up to ");
+        let left = number_after_or_zero(&text, "leave ");
+        assert!(needed >= 30_000 * 8 && left < needed, "{text}");
+    }
+    assert_eq!(common::digest_value(&mut con, b"k"), digest);
+    assert_eq!(cmd("EXISTS fresh").query::<i64>(&mut con).unwrap(), 0);
+    // Within the limit again, the build runs and is the core's.
+    config_set(&mut con, "bf.max-filter-bytes", "0");
+    let _: () = cmd("RF.BUILD k").query(&mut con).unwrap();
+    assert!(rf_scandump(&mut con, b"k") == rf_core_walk(&rf_core(&set, 0.01)));
+}
