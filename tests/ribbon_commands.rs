@@ -128,36 +128,47 @@ fn arity_missing_keys_and_wrong_types() {
         RF.BUILD rb ITEMS a b -> OK
         "#,
     );
-    for key in ["str", "bf", "cf"] {
-        for line in [
-            "RF.ADD {} a",
-            "RF.MADD {} a b",
-            "RF.BUILD {}",
-            "RF.BUILD {} ITEMS a",
-            "RF.CARD {}",
-            "RF.INFO {}",
-            "RF.INFO {} STATE",
-            "RF.SCANDUMP {} 0",
-        ] {
-            t.err(line.replace("{}", key).as_str(), WRONGTYPE);
-        }
+    // (keys, command lines with `{}` for the key, the reply of each).
+    let other = ["str", "bf", "cf"];
+    let ribbon = ["rs", "rb"];
+    let wrongtype = format!("(error) {WRONGTYPE}");
+    for (keys, lines, want) in [
+        (
+            &other[..],
+            &[
+                "RF.ADD {} a",
+                "RF.MADD {} a b",
+                "RF.BUILD {}",
+                "RF.BUILD {} ITEMS a",
+                "RF.CARD {}",
+                "RF.INFO {}",
+                "RF.INFO {} STATE",
+                "RF.SCANDUMP {} 0",
+            ][..],
+            wrongtype.as_str(),
+        ),
         // Membership reads answer 0 on another type, as BF.EXISTS and CF.EXISTS do.
-        t.eq(format!("RF.EXISTS {key} a").as_str(), "0");
-        t.eq(format!("RF.MEXISTS {key} a b").as_str(), "[0,0]");
-    }
-    for key in ["rs", "rb"] {
-        t.eq(format!("BF.EXISTS {key} a").as_str(), "0");
-        t.eq(format!("CF.EXISTS {key} a").as_str(), "0");
-        for line in [
-            "BF.ADD {} a",
-            "BF.INFO {}",
-            "CF.ADD {} a",
-            "CF.INFO {}",
-            "GET {}",
-        ] {
-            t.err(line.replace("{}", key).as_str(), WRONGTYPE);
+        (&other, &["RF.EXISTS {} a"], "0"),
+        (&other, &["RF.MEXISTS {} a b"], "[0,0]"),
+        (&ribbon[..], &["BF.EXISTS {} a", "CF.EXISTS {} a"], "0"),
+        (
+            &ribbon[..],
+            &[
+                "BF.ADD {} a",
+                "BF.INFO {}",
+                "CF.ADD {} a",
+                "CF.INFO {}",
+                "GET {}",
+            ],
+            &wrongtype,
+        ),
+        (&ribbon[..], &["TYPE {}"], "bf-ribbon"),
+    ] {
+        for key in keys {
+            for line in lines {
+                t.eq(line.replace("{}", key).as_str(), want);
+            }
         }
-        t.eq(format!("TYPE {key}").as_str(), "bf-ribbon");
     }
     // Nothing changed by the refusals.
     t.steps(
@@ -738,9 +749,9 @@ fn number_after_or_zero(e: &str, word: &str) -> u64 {
 /// with the same digest; each error names the bytes needed and the bytes left.
 #[test]
 fn memory_limits_refuse_staging_and_builds_before_they_start() {
+    let (set, more) = (items("mem", 10_000), items("more", 30_000));
     let s = Server::start();
     let mut con = s.conn();
-    let set = items("mem", 10_000);
     stage(&mut con, "k", &set);
     let digest = common::digest_value(&mut con, b"k");
     config_set(&mut con, "bf.max-filter-bytes", "200000");
@@ -761,7 +772,6 @@ fn memory_limits_refuse_staging_and_builds_before_they_start() {
     assert_eq!(common::digest_value(&mut con, b"k"), digest);
     assert_eq!(info_u64(&mut con, "k", "ITEMS"), 10_000);
     // Staging past the limit: nothing staged, no key created.
-    let more = items("more", 30_000);
     for key in ["k", "fresh"] {
         let e = cmd("RF.MADD")
             .arg(key)
