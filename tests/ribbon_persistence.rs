@@ -650,3 +650,49 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
         }
     }
 }
+
+/// A build whose client is killed while it runs installs nothing: the key becomes plain
+/// staging again (writes accepted, no build counted as running) with its set, and a new
+/// RF.BUILD of it gives the core's filter.
+#[test]
+fn a_build_whose_client_left_leaves_the_key_staging() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let mut n = 250_000;
+    for attempt in 0..5 {
+        let key = format!("gone{attempt}");
+        let set = items(&key, n);
+        stage(&mut con, key.as_bytes(), &set);
+        let digest = digest_value(&mut con, key.as_bytes());
+        let Some(handle) = start_build(&s, &mut con, &key, &set) else {
+            n *= 2;
+            continue;
+        };
+        // Kill every other client (the builder is the only one) in the probe's pipeline.
+        let during = during_build(
+            &mut con,
+            &key,
+            &set[0],
+            &["CLIENT KILL TYPE normal SKIPME yes"],
+        );
+        let reply = handle.join().unwrap();
+        let Some(killed) = during else {
+            assert_eq!(reply, "OK");
+            n *= 2;
+            continue;
+        };
+        assert_eq!(killed, ["1"], "one client killed");
+        assert_ne!(reply, "OK", "the killed client got an answer");
+        // Once the worker ends the value is staging again, not stuck as running.
+        wait_until("the abandoned build to end", || {
+            text(&cmd("RF.ADD").arg(&key).arg(&set[0]).query(&mut con)) == "0"
+        });
+        assert_eq!(state_of(&mut con, key.as_bytes()), "staging");
+        assert_eq!(digest_value(&mut con, key.as_bytes()), digest);
+        assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
+        let _: () = cmd("RF.BUILD").arg(&key).query(&mut con).unwrap();
+        assert!(rf_scandump(&mut con, key.as_bytes()) == rf_core_walk(&rf_core(&set, 0.01)));
+        return;
+    }
+    panic!("the build was never seen running");
+}
