@@ -85,6 +85,31 @@ const fn option(name: &'static CStr, token: &'static CStr, value: &'static [DocA
     }
 }
 
+/// An optional choice of one of `tokens` (`BF.INFO`'s and `RF.INFO`'s field).
+const fn single_value(tokens: &'static [DocArg]) -> DocArg {
+    DocArg {
+        name: c"single_value",
+        kind: Kind::OneOf,
+        token: None,
+        flags: OPTIONAL,
+        sub: tokens,
+    }
+}
+
+/// RF.INFO's fields, each a required pure token of the same name.
+const RF_INFO_FIELDS: [DocArg; 5] = {
+    const fn field(name: &'static CStr, word: &'static CStr) -> DocArg {
+        token(name, word, REQUIRED)
+    }
+    [
+        field(c"state", c"STATE"),
+        field(c"items", c"ITEMS"),
+        field(c"error", c"ERROR"),
+        field(c"size", c"SIZE"),
+        field(c"bitsperitem", c"BITSPERITEM"),
+    ]
+};
+
 const KEY: DocArg = arg(c"key", Kind::Key, REQUIRED);
 const ITEM: DocArg = arg(c"item", Kind::Str, REQUIRED);
 const ITEMS: DocArg = arg(c"item", Kind::Str, MULTIPLE);
@@ -261,20 +286,14 @@ const COMMANDS: [Meta; 34] = [
             complexity: c"O(1)",
             args: &[
                 KEY,
-                DocArg {
-                    name: c"single_value",
-                    kind: Kind::OneOf,
-                    token: None,
-                    flags: OPTIONAL,
-                    // The first name is spelled as RedisBloom 8 spells it.
-                    sub: &[
-                        token(c"capcaity", c"CAPACITY", REQUIRED),
-                        token(c"SIZE", c"SIZE", REQUIRED),
-                        token(c"FILTERS", c"FILTERS", REQUIRED),
-                        token(c"ITEMS", c"ITEMS", REQUIRED),
-                        token(c"EXPANSION", c"EXPANSION", REQUIRED),
-                    ],
-                },
+                // The first name is spelled as RedisBloom 8 spells it.
+                single_value(&[
+                    token(c"capcaity", c"CAPACITY", REQUIRED),
+                    token(c"SIZE", c"SIZE", REQUIRED),
+                    token(c"FILTERS", c"FILTERS", REQUIRED),
+                    token(c"ITEMS", c"ITEMS", REQUIRED),
+                    token(c"EXPANSION", c"EXPANSION", REQUIRED),
+                ]),
             ],
         }),
     },
@@ -544,19 +563,7 @@ const COMMANDS: [Meta; 34] = [
             complexity: c"O(1)",
             args: &[
                 KEY,
-                DocArg {
-                    name: c"single_value",
-                    kind: Kind::OneOf,
-                    token: None,
-                    flags: OPTIONAL,
-                    sub: &[
-                        token(c"state", c"STATE", REQUIRED),
-                        token(c"items", c"ITEMS", REQUIRED),
-                        token(c"error", c"ERROR", REQUIRED),
-                        token(c"size", c"SIZE", REQUIRED),
-                        token(c"bitsperitem", c"BITSPERITEM", REQUIRED),
-                    ],
-                },
+                single_value(&RF_INFO_FIELDS),
             ],
         }),
     },

@@ -105,7 +105,8 @@ pub enum HeaderError {
     /// [`MAX_ITEMS`] items or more bumped hashes than items, or not a shape
     /// ([`Shape::new`]).
     Invalid,
-    /// The filter would need more than the `max_bytes` given to [`Loader::new`].
+    /// The filter would need more than the `max_bytes` given to [`Loader::new`], or more
+    /// than memory can give.
     TooLarge,
 }
 
@@ -142,7 +143,8 @@ pub struct Loader {
 impl Loader {
     /// Validates `header` and allocates the body (zeroed: large allocations stay unresident
     /// until written). `max_bytes` bounds the body's size in bytes. Errors:
-    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`] — both before allocating.
+    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`] — both before allocating — and
+    /// [`HeaderError::TooLarge`] too when the allocation fails.
     pub fn new(header: &[u8], max_bytes: u64) -> Result<Loader, HeaderError> {
         if header.len() != HEADER_BYTES || header[0] != VERSION {
             return Err(HeaderError::Invalid);
@@ -177,10 +179,16 @@ impl Loader {
             seed: u32_at(37),
             items,
         };
+        // Zeroed and fallible: a header within `max_bytes` that memory cannot hold is refused
+        // (TooLarge) rather than aborting the process.
+        let zeroed = |n: u64| {
+            bytemuck::allocation::try_zeroed_vec::<u64>(n as usize)
+                .map_err(|()| HeaderError::TooLarge)
+        };
         Ok(Loader {
             meta,
-            words: vec![0; shape.words() as usize],
-            bumped: vec![0; bumped as usize],
+            words: zeroed(shape.words())?,
+            bumped: zeroed(bumped)?,
             received: 0,
         })
     }

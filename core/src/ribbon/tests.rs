@@ -293,6 +293,25 @@ mod copies {
     }
 
     #[test]
+    fn a_header_memory_cannot_hold_is_refused_not_an_abort() {
+        // 2^46 blocks of one column: 2^47 words, 1 PiB, within every bound but memory.
+        let mut header = [0u8; HEADER_BYTES];
+        header[0] = VERSION;
+        header[1..9].copy_from_slice(&0.5f64.to_le_bytes());
+        header[17..25].copy_from_slice(&(1u64 << 46).to_le_bytes());
+        header[25..29].copy_from_slice(&1u32.to_le_bytes());
+        header[29..37].copy_from_slice(&(1u64 << 46).to_le_bytes());
+        assert_eq!(
+            Loader::new(&header, u64::MAX).unwrap_err(),
+            HeaderError::TooLarge
+        );
+        assert_eq!(
+            Loader::new(&header, 1 << 20).unwrap_err(),
+            HeaderError::TooLarge
+        );
+    }
+
+    #[test]
     fn a_half_loaded_filter_gives_back_its_header_and_received_bytes() {
         let (_, ribbon) = built("half", 3_000, 0.01);
         let (header, chunks) = walk(&ribbon);

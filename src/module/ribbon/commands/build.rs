@@ -147,9 +147,9 @@ pub fn rf_build(ctx: &Context, args: &[Arg]) -> Reply {
                 "ERR RF.BUILD of more than 1000000 items cannot run inside MULTI or a script",
             );
         }
-        return match run(&staged, rate) {
-            Ok(ribbon) => {
-                install(ctx, v, ribbon, args[1].inner);
+        return match run_and_cut(&staged, rate) {
+            Ok(built) => {
+                install(ctx, v, built, args[1].inner);
                 notify::notify(ctx, c"rf.build", &args[1]);
                 Reply::Ok
             }
@@ -169,9 +169,22 @@ fn run(staged: &Staged, rate: f64) -> Result<Ribbon, Reply> {
     build(hashes, rate).map_err(|_| Reply::Error(BAD_RATE))
 }
 
-/// Makes `v` the built `ribbon` (its staged set dropped off the main thread), and replicates
-/// it as `DEL key` then its RF.LOADCHUNK walk.
-fn install(ctx: &Context, v: &mut RibbonValue, ribbon: Ribbon, key: *mut raw::RedisModuleString) {
+/// A finished build: the filter and its `RF.SCANDUMP` body chunks `(next, bytes)`, made on the
+/// worker so that the main thread only hands them to replication.
+type Built = (Ribbon, Vec<(u64, Vec<u8>)>);
+
+/// Copies the hashes out of `staged`, builds, and cuts the body into chunks (on whatever
+/// thread calls it).
+fn run_and_cut(staged: &Staged, rate: f64) -> Result<Built, Reply> {
+    let ribbon = run(staged, rate)?;
+    let chunks = body_chunks(&ribbon).collect();
+    Ok((ribbon, chunks))
+}
+
+/// Makes `v` the built filter (its staged set dropped off the main thread), and replicates it
+/// as `DEL key` then its RF.LOADCHUNK walk.
+fn install(ctx: &Context, v: &mut RibbonValue, built: Built, key: *mut raw::RedisModuleString) {
+    let (ribbon, chunks) = built;
     let staged_bytes = v.mem_usage();
     tracked(v, |v| {
         let old = std::mem::replace(&mut v.state, State::Built(ribbon));
@@ -181,9 +194,11 @@ fn install(ctx: &Context, v: &mut RibbonValue, ribbon: Ribbon, key: *mut raw::Re
     let State::Built(r) = &v.state else { return };
     replicate_strings(ctx, c"DEL", &[&[key]]);
     replicate_chunk(ctx, key, 1, &dump::encode_header(r));
-    for (next, data) in body_chunks(r) {
-        replicate_chunk(ctx, key, next, &data);
+    for (next, data) in &chunks {
+        replicate_chunk(ctx, key, *next, data);
     }
+    let bytes = r.bytes();
+    drop_elsewhere(chunks, bytes);
 }
 
 /// Replicates `RF.LOADCHUNK key iter data`.
@@ -209,7 +224,7 @@ struct Done {
     ticket: Arc<Ticket>,
     db: c_int,
     key: Vec<u8>,
-    result: Result<Ribbon, Reply>,
+    result: Result<Built, Reply>,
     /// The reply callback ran (installed or refused); otherwise the client left first.
     finished: bool,
 }
@@ -261,7 +276,7 @@ fn start(ctx: &Context, v: &mut RibbonValue, staged: Arc<Staged>, rate: f64, key
             let Some((mut done, blocked)) = take(&for_worker) else {
                 return;
             };
-            done.result = catch_unwind(AssertUnwindSafe(|| run(&staged, rate)))
+            done.result = catch_unwind(AssertUnwindSafe(|| run_and_cut(&staged, rate)))
                 .unwrap_or(Err(Reply::Error("ERR internal error in redis-bf")));
             drop(staged);
             unblock(blocked, done);
@@ -326,8 +341,8 @@ fn finish(ctx: &Context, done: &mut Done) -> Reply {
     v.ticket = None;
     let result = std::mem::replace(&mut done.result, Err(Reply::Error(CHANGED)));
     match result {
-        Ok(ribbon) => {
-            install(ctx, v, ribbon, name.inner);
+        Ok(built) => {
+            install(ctx, v, built, name.inner);
             notify::notify(ctx, c"rf.build", &Arg { inner: name.inner });
             Reply::Ok
         }
@@ -348,9 +363,9 @@ unsafe extern "C" fn free_privdata(_ctx: *mut raw::RedisModuleCtx, data: *mut st
             done.ticket.end();
             stats::ribbon_builds(-1);
         }
-        if let Ok(r) = done.result {
-            let bytes = r.bytes();
-            drop_elsewhere(r, bytes);
+        if let Ok(built) = done.result {
+            let bytes = built.0.bytes();
+            drop_elsewhere(built, bytes * 2);
         }
     }));
 }

@@ -31,14 +31,22 @@ use std::sync::Arc;
 /// The refusal of any bad header, chunk or hash list.
 const BAD_DATA: &str = "ERR received bad data";
 
+/// The iterator argument of a command of `arity` arguments: an integer ≥ 0, else `bad`.
+fn iter_arg(args: &[Arg], arity: usize, bad: &'static str) -> Result<u64, Reply> {
+    if args.len() != arity {
+        return Err(Reply::WrongArity);
+    }
+    match parse_i64(args[2].as_slice()) {
+        Some(i) if i >= 0 => Ok(i as u64),
+        _ => Err(Reply::Error(bad)),
+    }
+}
+
 /// RF.SCANDUMP.
 pub fn rf_scandump(ctx: &Context, args: &[Arg]) -> Reply {
-    if args.len() != 3 {
-        return Reply::WrongArity;
-    }
-    let iter = match parse_i64(args[2].as_slice()) {
-        Some(i) if i >= 0 => i as u64,
-        _ => return Reply::Error("Second argument must be numeric"),
+    let iter = match iter_arg(args, 3, "Second argument must be numeric") {
+        Ok(i) => i,
+        Err(e) => return e,
     };
     let key = ctx.open_key(&args[1].string());
     let ribbon = match lookup(&key) {
@@ -71,12 +79,9 @@ pub fn rf_scandump(ctx: &Context, args: &[Arg]) -> Reply {
 
 /// RF.LOADCHUNK.
 pub fn rf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
-    if args.len() != 4 {
-        return Reply::WrongArity;
-    }
-    let iter = match parse_i64(args[2].as_slice()) {
-        Some(i) if i >= 0 => i as u64,
-        _ => return Reply::Error("ERR Second argument must be numeric"),
+    let iter = match iter_arg(args, 4, "ERR Second argument must be numeric") {
+        Ok(i) => i,
+        Err(e) => return e,
     };
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1].string());
