@@ -414,6 +414,51 @@ fn during_build(
     (texts[0] == format!("(error) {RUNNING}")).then(|| texts[1..].to_vec())
 }
 
+/// What happened around a build that commands raced: its key, the staged set, the digest of
+/// the staged value, the build's reply, and the commands' replies (run while it ran).
+struct Raced {
+    key: String,
+    set: Vec<Bytes>,
+    digest: String,
+    reply: String,
+    during: Vec<String>,
+}
+
+/// FLUSHALL, stages a fresh set (`prefix<attempt>:i`) and builds it, running `commands` (`{k}`
+/// the key) right behind a probe that sees the build running. A build that ended before the
+/// probe (a plain success) is retried with twice the items, five times at most.
+fn race(s: &Server, con: &mut Connection, prefix: &str, commands: &[&str]) -> Raced {
+    let mut n = 250_000;
+    for attempt in 0..5 {
+        let _: () = cmd("FLUSHALL").query(con).unwrap();
+        let key = format!("{prefix}{attempt}");
+        let set = items(&key, n);
+        stage(con, key.as_bytes(), &set);
+        let digest = digest_value(con, key.as_bytes());
+        n *= 2;
+        let Some(handle) = start_build(s, con, &key, &set) else {
+            continue;
+        };
+        let lines: Vec<String> = commands.iter().map(|c| c.replace("{k}", &key)).collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let during = during_build(con, &key, &set[0], &refs);
+        let reply = handle.join().unwrap();
+        match during {
+            Some(during) => {
+                return Raced {
+                    key,
+                    set,
+                    digest,
+                    reply,
+                    during,
+                }
+            }
+            None => assert_eq!(reply, "OK", "{key}: a build that ended first"),
+        }
+    }
+    panic!("{prefix}: the build was never seen running");
+}
+
 /// While a build runs: reads answer from the staged set, writes and another build are
 /// refused; then the client gets OK and the key is the core's build of the set. Inside MULTI
 /// and Lua a build runs inline (small sets) or is refused (more than 1 000 000 items).
@@ -466,59 +511,40 @@ fn a_running_build_answers_from_its_set_and_inline_builds_have_a_limit() {
     assert_eq!(state_of(&mut con, b"big"), "staging");
     let _: i64 = cmd("DEL big").query(&mut con).unwrap();
     // The running build: reads from the set, writes refused, then OK and the core's filter.
-    let mut n = 250_000;
-    let mut seen = false;
-    for attempt in 0..5 {
-        let key = format!("run{attempt}");
-        let set = items(&key, n);
-        stage(&mut con, key.as_bytes(), &set);
-        let Some(handle) = start_build(&s, &mut con, &key, &set) else {
-            n *= 2;
-            continue;
-        };
-        let during = during_build(
-            &mut con,
-            &key,
-            &set[0],
-            &[
-                &format!("RF.CARD {key}"),
-                &format!("RF.INFO {key} STATE"),
-                &format!("RF.EXISTS {key} {key}:1"),
-                &format!("RF.MEXISTS {key} {key}:2 never"),
-                &format!("RF.MADD {key} {key}:3"),
-                &format!("RF.ADD {key} new"),
-                &format!("RF.BUILD {key}"),
-                &format!("RF.SCANDUMP {key} 0"),
-            ],
-        );
-        let reply = handle.join().unwrap();
-        assert_eq!(reply, "OK", "{key}");
-        if let Some(during) = during {
-            let running = format!("(error) {RUNNING}");
-            assert_eq!(
-                during,
-                vec![
-                    n.to_string(),
-                    "[staging]".into(),
-                    "1".into(),
-                    "[1,0]".into(),
-                    running.clone(),
-                    running.clone(),
-                    running,
-                    "(error) ERR RF.SCANDUMP: the filter is not built".into(),
-                ],
-                "{key}"
-            );
-            seen = true;
-        }
-        assert!(rf_scandump(&mut con, key.as_bytes()) == rf_core_walk(&rf_core(&set, 0.01)));
-        assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
-        if seen {
-            break;
-        }
-        n *= 2;
-    }
-    assert!(seen, "no build was ever seen running");
+    let r = race(
+        &s,
+        &mut con,
+        "run",
+        &[
+            "RF.CARD {k}",
+            "RF.INFO {k} STATE",
+            "RF.EXISTS {k} {k}:1",
+            "RF.MEXISTS {k} {k}:2 never",
+            "RF.MADD {k} {k}:3",
+            "RF.ADD {k} new",
+            "RF.BUILD {k}",
+            "RF.SCANDUMP {k} 0",
+        ],
+    );
+    assert_eq!(r.reply, "OK", "{}", r.key);
+    let running = format!("(error) {RUNNING}");
+    assert_eq!(
+        r.during,
+        vec![
+            r.set.len().to_string(),
+            "[staging]".into(),
+            "1".into(),
+            "[1,0]".into(),
+            running.clone(),
+            running.clone(),
+            running,
+            "(error) ERR RF.SCANDUMP: the filter is not built".into(),
+        ],
+        "{}",
+        r.key
+    );
+    assert!(rf_scandump(&mut con, r.key.as_bytes()) == rf_core_walk(&rf_core(&r.set, 0.01)));
+    assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
 }
 
 /// A change made while a build runs: its name, its commands (`{k}` the key), where the value
@@ -568,31 +594,16 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
             "built {n}",
         ),
     ];
-    let mut n = 250_000;
     for &(name, commands, moved, left) in cases {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            assert!(attempt <= 5, "{name}: the build was never seen running");
-            let _: () = cmd("FLUSHALL").query(&mut con).unwrap();
-            let key = format!("t{attempt}");
-            let set = items(&key, n);
-            stage(&mut con, key.as_bytes(), &set);
-            let digest_before = digest_value(&mut con, key.as_bytes());
-            let Some(handle) = start_build(&s, &mut con, &key, &set) else {
-                n *= 2;
-                continue;
-            };
-            let lines: Vec<String> = commands.iter().map(|c| c.replace("{k}", &key)).collect();
-            let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-            let during = during_build(&mut con, &key, &set[0], &refs);
-            let reply = handle.join().unwrap();
-            if during.is_none() {
-                // The build ended before the change: a plain success; retry bigger.
-                assert_eq!(reply, "OK", "{name}");
-                n *= 2;
-                continue;
-            }
+        let Raced {
+            key,
+            set,
+            digest: digest_before,
+            reply,
+            during,
+        } = race(&s, &mut con, "t", commands);
+        let n = set.len();
+        {
             let installed = left.starts_with("built");
             let want = if installed {
                 "OK".to_string()
@@ -646,7 +657,6 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
                 0,
                 "{name}"
             );
-            break;
         }
     }
 }
@@ -658,41 +668,23 @@ fn a_key_changed_while_its_build_runs_is_not_built() {
 fn a_build_whose_client_left_leaves_the_key_staging() {
     let s = Server::start();
     let mut con = s.conn();
-    let mut n = 250_000;
-    for attempt in 0..5 {
-        let key = format!("gone{attempt}");
-        let set = items(&key, n);
-        stage(&mut con, key.as_bytes(), &set);
-        let digest = digest_value(&mut con, key.as_bytes());
-        let Some(handle) = start_build(&s, &mut con, &key, &set) else {
-            n *= 2;
-            continue;
-        };
-        // Kill every other client (the builder is the only one) in the probe's pipeline.
-        let during = during_build(
-            &mut con,
-            &key,
-            &set[0],
-            &["CLIENT KILL TYPE normal SKIPME yes"],
-        );
-        let reply = handle.join().unwrap();
-        let Some(killed) = during else {
-            assert_eq!(reply, "OK");
-            n *= 2;
-            continue;
-        };
-        assert_eq!(killed, ["1"], "one client killed");
-        assert_ne!(reply, "OK", "the killed client got an answer");
-        // Once the worker ends the value is staging again, not stuck as running.
-        wait_until("the abandoned build to end", || {
-            text(&cmd("RF.ADD").arg(&key).arg(&set[0]).query(&mut con)) == "0"
-        });
-        assert_eq!(state_of(&mut con, key.as_bytes()), "staging");
-        assert_eq!(digest_value(&mut con, key.as_bytes()), digest);
-        assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
-        let _: () = cmd("RF.BUILD").arg(&key).query(&mut con).unwrap();
-        assert!(rf_scandump(&mut con, key.as_bytes()) == rf_core_walk(&rf_core(&set, 0.01)));
-        return;
-    }
-    panic!("the build was never seen running");
+    // Kill every other client (the builder is the only one) in the probe's pipeline.
+    let r = race(
+        &s,
+        &mut con,
+        "gone",
+        &["CLIENT KILL TYPE normal SKIPME yes"],
+    );
+    let key = r.key.as_str();
+    assert_eq!(r.during, ["1"], "one client killed");
+    assert_ne!(r.reply, "OK", "the killed client got an answer");
+    // Once the worker ends the value is staging again, not stuck as running.
+    wait_until("the abandoned build to end", || {
+        text(&cmd("RF.ADD").arg(key).arg(&r.set[0]).query(&mut con)) == "0"
+    });
+    assert_eq!(state_of(&mut con, key.as_bytes()), "staging");
+    assert_eq!(digest_value(&mut con, key.as_bytes()), r.digest);
+    assert_eq!(info_num(&mut con, "bf", "bf_rf_builds_running"), 0);
+    let _: () = cmd("RF.BUILD").arg(key).query(&mut con).unwrap();
+    assert!(rf_scandump(&mut con, key.as_bytes()) == rf_core_walk(&rf_core(&r.set, 0.01)));
 }
