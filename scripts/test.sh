@@ -115,7 +115,7 @@ step "cargo test (Redis 7.0: everything)" bash -c 'set -o pipefail; cargo test -
 MATRIX_TESTS=(bloom_commands bloom_cases bloom_golden bloom_fixtures bloom_legacy bloom_malformed
   bloom_persistence bloom_aof_commands bloom_replication crash cluster bloom_window_cluster operability
   module_load bloom_window bloom_window_clock freeing memory_pressure hostile bloom_heap_allocations
-  docs_examples cuckoo_commands cuckoo_persistence)
+  docs_examples cuckoo_commands cuckoo_persistence ribbon_commands ribbon_persistence)
 # name:variable[:skipped tests].
 for entry in "redis 7.4:REDIS74_SERVER" "redis 8.0:REDIS80_SERVER" "redis 8.6:REDIS86_SERVER" \
   "valkey 9.1:VALKEY_SERVER"; do

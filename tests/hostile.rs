@@ -34,6 +34,10 @@
 //!   every BF and CF command with random arity and random tokens (keywords, numbers, binary,
 //!   real headers of both kinds) against a live server, RESP2 and RESP3; after each case PING
 //!   answers, the process is alive and no reply is the module's caught-panic error.
+//! - `ribbon_hostile_payloads_are_refused`: `bf-ribbon` (RF.*) RF.LOADCHUNK headers of every
+//!   wrong length, version, rate, count and shape and chunks in the wrong places answer
+//!   `ERR received bad data` and create nothing; 600 truncated or garbled RESTOREs of both
+//!   states answer `ERR Bad data format` or give a key every RF command answers.
 //!
 //! Runs in ~60–90 s. Seeds are printed (`BF_HOSTILE_SEED=…` repeats a run).
 
@@ -41,7 +45,9 @@ mod common;
 mod fxutil;
 mod robust;
 
-use common::errors::{BAD_DATA, CAUGHT_PANIC, COULD_NOT, FULL, NO_MEMORY, OOM, PROBLEM};
+use common::errors::{
+    BAD_DATA, BAD_FORMAT, CAUGHT_PANIC, COULD_NOT, FULL, NO_MEMORY, OOM, PROBLEM,
+};
 use common::{cmd, crc64, rdb_len, scandump, Rng, Server};
 use fxutil::{parse_header, write_header, Header, MLayer};
 use redis::{Connection, ConnectionLike, Value};
@@ -2933,4 +2939,217 @@ mod random_commands {
         assert_alive(&mut s, &mut con2, "after the random commands");
         assert_no_panic(&s);
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// Static Ribbon filters (`bf-ribbon`, RF.*).
+
+/// A Ribbon header with one field replaced: `(offset, bytes)` written over a real header.
+fn ribbon_header_with(header: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut h = header.to_vec();
+    h[at..at + bytes.len()].copy_from_slice(bytes);
+    h
+}
+
+/// Hostile `bf-ribbon` input is refused with an exact error and changes nothing, the server
+/// stays up: RF.LOADCHUNK headers of the wrong length, version, error rate, item or bumped
+/// count, shape (0 blocks, 0 or 33 result bits, the upper blocks past the last, a body of
+/// exabytes or past `bf.max-filter-bytes`); chunks out of order, empty, too long, without a
+/// header, or completing a body whose bumped hashes are not increasing; RESTORE of truncated
+/// and garbled DUMP payloads of both states (CRC fixed, so the module reads them), which
+/// either fail with `ERR Bad data format` and create nothing or give a key every RF command
+/// answers and a DEBUG RELOAD keeps.
+#[test]
+fn ribbon_hostile_payloads_are_refused() {
+    use redis_bf::bloom::ribbon::dump::{chunk_at, encode_header};
+    let mut s = Server::start_with(&["max-filter-bytes", FUZZ_FILTER_LIMIT], &[]);
+    let mut con = s.conn();
+    let set: Vec<Vec<u8>> = (0..3000).map(|i| format!("h:{i}").into_bytes()).collect();
+    let ribbon = common::rf_core(&set, 0.01);
+    let header = encode_header(&ribbon).to_vec();
+    let (_, body) = chunk_at(&ribbon, 1).unwrap();
+    let le = |v: u64| v.to_le_bytes().to_vec();
+    let bad_headers: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", Vec::new()),
+        ("48 bytes", header[..48].to_vec()),
+        ("50 bytes", [&header[..], &[0]].concat()),
+        ("version 0", ribbon_header_with(&header, 0, &[0])),
+        ("version 2", ribbon_header_with(&header, 0, &[2])),
+        (
+            "error rate 0",
+            ribbon_header_with(&header, 1, &0f64.to_le_bytes()),
+        ),
+        (
+            "error rate 1",
+            ribbon_header_with(&header, 1, &1f64.to_le_bytes()),
+        ),
+        (
+            "error rate NaN",
+            ribbon_header_with(&header, 1, &f64::NAN.to_le_bytes()),
+        ),
+        (
+            "error rate -0.5",
+            ribbon_header_with(&header, 1, &(-0.5f64).to_le_bytes()),
+        ),
+        ("items 2^32", ribbon_header_with(&header, 9, &le(1 << 32))),
+        ("bumped > items", ribbon_header_with(&header, 41, &le(3001))),
+        ("0 blocks", ribbon_header_with(&header, 17, &le(0))),
+        (
+            "0 result bits",
+            ribbon_header_with(&header, 25, &0u32.to_le_bytes()),
+        ),
+        (
+            "33 result bits",
+            ribbon_header_with(&header, 25, &33u32.to_le_bytes()),
+        ),
+        (
+            "upper past the last block",
+            ribbon_header_with(&header, 29, &le(u64::MAX)),
+        ),
+        ("2^60 blocks", ribbon_header_with(&header, 17, &le(1 << 60))),
+        (
+            "u64::MAX blocks",
+            ribbon_header_with(&header, 17, &le(u64::MAX)),
+        ),
+        (
+            "past bf.max-filter-bytes",
+            ribbon_header_with(&header, 17, &le(1 << 20)),
+        ),
+        (
+            "u64::MAX bumped",
+            ribbon_header_with(&header, 41, &le(u64::MAX)),
+        ),
+    ];
+    for (what, h) in &bad_headers {
+        let r = robust::raw(&mut con, cmd("RF.LOADCHUNK k 1").arg(&h[..]));
+        assert_eq!(err_of(&r).as_deref(), Some(BAD_DATA), "header {what}");
+        let n: i64 = cmd("EXISTS k").query(&mut con).unwrap();
+        assert_eq!(n, 0, "header {what} created the key");
+    }
+    assert_alive(&mut s, &mut con, "after the bad headers");
+    // Chunks: a real header, then chunks in the wrong places, each refused; the good chunk
+    // still completes the copy after every refusal.
+    let body_end = body.len() as i64 + 1;
+    let _: () = cmd("RF.LOADCHUNK k 1")
+        .arg(&header[..])
+        .query(&mut con)
+        .unwrap();
+    // Refusals with another answer than BAD_DATA (asserted at the end, so the rest runs).
+    let mut wrong = Vec::new();
+    // A negative iterator: BF.LOADCHUNK's error.
+    let r = robust::raw(&mut con, cmd("RF.LOADCHUNK k -5").arg(&body[..]));
+    let numeric = "ERR Second argument must be numeric";
+    assert_eq!(err_of(&r).as_deref(), Some(numeric), "a negative iterator");
+    for (what, pos, data) in [
+        ("position 0", 0, body.clone()),
+        ("position 2", 2, body.clone()),
+        ("past the end", body_end + 1, body[..8].to_vec()),
+        ("empty", body_end, Vec::new()),
+        ("too long", body_end, [&body[..], &[0u8; 8]].concat()),
+    ] {
+        let r = robust::raw(&mut con, cmd("RF.LOADCHUNK k").arg(pos).arg(&data[..]));
+        if err_of(&r).as_deref() != Some(BAD_DATA) {
+            wrong.push(format!("chunk {what}: {r:?}"));
+        }
+    }
+    let r = robust::raw(
+        &mut con,
+        cmd("RF.LOADCHUNK nokey").arg(body_end).arg(&body[..]),
+    );
+    assert!(err_of(&r).is_some(), "a chunk without a header: {r:?}");
+    assert_eq!(cmd("EXISTS nokey").query::<i64>(&mut con).unwrap(), 0);
+    let _: () = cmd("RF.LOADCHUNK k")
+        .arg(body_end)
+        .arg(&body[..])
+        .query(&mut con)
+        .unwrap();
+    assert!(common::rf_scandump(&mut con, b"k") == common::rf_core_walk(&ribbon));
+    // Bumped hashes out of order: a filter with two bumped hashes, the last chunk swapped.
+    let big: Vec<Vec<u8>> = (0..400_000)
+        .map(|i| format!("b:{i}").into_bytes())
+        .collect();
+    let bumpy = common::rf_core(&big, 0.01);
+    if bumpy.bumped().len() >= 2 {
+        let walk = common::rf_core_walk(&bumpy);
+        let (last_iter, last) = walk.last().unwrap().clone();
+        let mut swapped = last.clone();
+        let n = swapped.len();
+        let (a, b) = (swapped[n - 16..n - 8].to_vec(), swapped[n - 8..].to_vec());
+        swapped[n - 16..n - 8].copy_from_slice(&b);
+        swapped[n - 8..].copy_from_slice(&a);
+        common::loadchunk_walk(&mut con, "RF.LOADCHUNK", b"bumpy", &walk[..walk.len() - 1]);
+        let r = robust::raw(
+            &mut con,
+            cmd("RF.LOADCHUNK bumpy").arg(last_iter).arg(&swapped[..]),
+        );
+        assert_eq!(
+            err_of(&r).as_deref(),
+            Some(BAD_DATA),
+            "bumped hashes out of order"
+        );
+        // The half-loaded key is dropped, or answers no false "no".
+        let gone = cmd("EXISTS bumpy").query::<i64>(&mut con).unwrap() == 0;
+        let e = robust::raw(&mut con, &cmd("RF.EXISTS bumpy b:0"));
+        assert!(
+            gone || e != Value::Int(0),
+            "a refused last chunk left a key answering 0"
+        );
+    } else {
+        panic!(
+            "400 000 items bumped {} hashes: pick a bigger set",
+            bumpy.bumped().len()
+        );
+    }
+    assert_alive(&mut s, &mut con, "after the bad chunks");
+    // RESTORE of truncated and garbled payloads, both states.
+    let _: Vec<i64> = cmd("RF.MADD staged")
+        .arg(&set[..500])
+        .query(&mut con)
+        .unwrap();
+    let mut rng = Rng::new(robust::seed_from_env("BF_HOSTILE_SEED"));
+    let mut accepted = 0;
+    for source in [&b"k"[..], b"staged"] {
+        let payload: Vec<u8> = cmd("DUMP").arg(source).query(&mut con).unwrap();
+        let (body, version) = unseal(&payload);
+        for case in 0..300 {
+            let mut b = body.clone();
+            match case % 3 {
+                0 => b.truncate(rng.below(b.len() as u64) as usize),
+                1 => {
+                    for _ in 0..1 + rng.below(4) {
+                        let at = 1 + rng.below(b.len() as u64 - 1) as usize;
+                        b[at] ^= 1 << rng.below(8);
+                    }
+                }
+                _ => {
+                    let at = 1 + rng.below(b.len() as u64 - 1) as usize;
+                    let len = 1 + rng.below(16) as usize;
+                    b.splice(at..at, rng.bytes(len));
+                }
+            }
+            let r = robust::raw(&mut con, cmd("RESTORE r 0").arg(seal(&b, version)));
+            if let Some(e) = err_of(&r) {
+                assert_eq!(e, BAD_FORMAT, "{source:?} case {case}");
+                assert_eq!(cmd("EXISTS r").query::<i64>(&mut con).unwrap(), 0);
+                continue;
+            }
+            accepted += 1;
+            for line in [
+                "RF.CARD r",
+                "RF.INFO r",
+                "RF.EXISTS r h:1",
+                "RF.MEXISTS r h:2 x",
+            ] {
+                let v = robust::raw(&mut con, &cmd(line));
+                assert!(err_of(&v).is_none(), "{line} on an accepted RESTORE: {v:?}");
+            }
+            let _: i64 = cmd("DEL r").query(&mut con).unwrap();
+        }
+        assert_alive(&mut s, &mut con, "after the RESTOREs");
+    }
+    println!("ribbon RESTORE: {accepted} of 600 mutated payloads accepted (and usable)");
+    let _: () = cmd("DEBUG RELOAD").query(&mut con).unwrap();
+    assert!(common::rf_scandump(&mut con, b"k") == common::rf_core_walk(&ribbon));
+    assert_no_panic(&s);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

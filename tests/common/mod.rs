@@ -665,6 +665,57 @@ pub fn cf_core_walk(cf: &redis_bf::bloom::cuckoo::Cuckoo) -> CfWalk {
     }
 }
 
+/// A static Ribbon filter the core builds from `items` at error rate `error_rate` (what
+/// `RF.BUILD` must give for the same set: the build depends on the set alone).
+pub fn rf_core(items: &[Vec<u8>], error_rate: f64) -> redis_bf::bloom::ribbon::Ribbon {
+    use redis_bf::bloom::ribbon::{build, item_hash};
+    build(items.iter().map(|i| item_hash(i)).collect(), error_rate).expect("core build")
+}
+
+/// Every `RF.SCANDUMP` reply of a built key, from iterator 0 up to (without) the final
+/// `[0, ""]`: `(next, bytes)`, the header first.
+pub fn rf_scandump(con: &mut impl redis::ConnectionLike, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    scandump_with(con, "RF.SCANDUMP", key)
+}
+
+/// The walk [`rf_scandump`] reads from a server holding `ribbon`: `(1, header)`, then each
+/// body chunk with the position after it (`core::ribbon::dump`).
+pub fn rf_core_walk(ribbon: &redis_bf::bloom::ribbon::Ribbon) -> Vec<(i64, Vec<u8>)> {
+    use redis_bf::bloom::ribbon::dump::{chunk_at, encode_header};
+    let mut out = vec![(1, encode_header(ribbon).to_vec())];
+    let mut pos = 1u64;
+    while let Some((next, data)) = chunk_at(ribbon, pos) {
+        out.push((next as i64, data));
+        pos = next;
+    }
+    out
+}
+
+/// Replays a SCANDUMP walk into `key` with `command` (`RF.LOADCHUNK`, ...), each piece with
+/// the iterator SCANDUMP answered beside it (the header at 1), as a client copies a filter.
+/// Every call must answer OK.
+pub fn loadchunk_walk(
+    con: &mut impl redis::ConnectionLike,
+    command: &str,
+    key: &[u8],
+    walk: &[(i64, Vec<u8>)],
+) {
+    for (iter, data) in walk {
+        let _: () = redis::cmd(command)
+            .arg(key)
+            .arg(*iter)
+            .arg(&data[..])
+            .query(con)
+            .unwrap_or_else(|e| panic!("{command} at {iter}: {e}"));
+    }
+}
+
+/// `DEBUG DIGEST-VALUE key`: the digest of one value (hex).
+pub fn digest_value(con: &mut impl redis::ConnectionLike, key: &[u8]) -> String {
+    let v: Vec<String> = cmd("DEBUG DIGEST-VALUE").arg(key).query(con).unwrap();
+    v[0].clone()
+}
+
 /// The bytes of a hex string, two digits a byte (panics on anything else: the fixture is
 /// wrong).
 pub fn unhex(s: &str) -> Vec<u8> {
