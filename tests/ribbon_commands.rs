@@ -459,6 +459,16 @@ fn built_filter_is_the_cores_and_copies_through_loadchunk() {
         if matches!(probe, Ok(Value::Int(0))) {
             half_loaded_no.push(key);
         }
+        for command in ["RF.EXISTS", "RF.MEXISTS"] {
+            assert_eq!(
+                common::reply_text(&run(&mut con, &format!("{command} {copy} member:0"))),
+                format!(
+                    "(error) ERR {command}: this Ribbon filter is being loaded by RF.LOADCHUNK; \
+                     it answers once its last chunk has arrived"
+                ),
+                "{copy}: {command} while loading"
+            );
+        }
         loadchunk_walk(&mut con, "RF.LOADCHUNK", copy.as_bytes(), body);
         assert!(rf_scandump(&mut con, copy.as_bytes()) == want, "{copy}");
         assert_eq!(

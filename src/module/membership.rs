@@ -10,11 +10,22 @@ use redis_module::Context;
 
 /// `<FAMILY>.EXISTS key item`: `check(key, item)` answers (RESP3: a boolean).
 pub fn exists(ctx: &Context, args: &[Arg], check: impl FnOnce(&RedisKey, &Arg) -> bool) -> Reply {
+    exists_or_refuse(ctx, args, |key, item| Ok(check(key, item)))
+}
+
+/// [`exists`] for a family whose key may refuse to answer (a Ribbon filter still being loaded
+/// by `RF.LOADCHUNK`): `check` answers, or gives the error reply.
+#[inline]
+pub fn exists_or_refuse(
+    ctx: &Context,
+    args: &[Arg],
+    check: impl FnOnce(&RedisKey, &Arg) -> Result<bool, Reply>,
+) -> Reply {
     if args.len() != 3 {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1].string());
-    Reply::Bool(check(&key, &args[2]))
+    check(&key, &args[2]).map_or_else(|e| e, Reply::Bool)
 }
 
 /// `<FAMILY>.MEXISTS key item [item …]`: one answer per item, as an array (streamed).
@@ -25,10 +36,25 @@ pub fn mexists(
     args: &[Arg],
     answer: impl FnOnce(&RedisKey, &[Arg]) -> bool,
 ) -> Reply {
+    mexists_or_refuse(ctx, args, |_| None, answer)
+}
+
+/// [`mexists`] for a family whose key may refuse to answer: `refuse(key)` gives the error
+/// reply sent instead of the array (nothing else is sent), or `None` to answer.
+#[inline]
+pub fn mexists_or_refuse(
+    ctx: &Context,
+    args: &[Arg],
+    refuse: impl FnOnce(&RedisKey) -> Option<Reply>,
+    answer: impl FnOnce(&RedisKey, &[Arg]) -> bool,
+) -> Reply {
     if args.len() < 3 {
         return Reply::WrongArity;
     }
     let key = ctx.open_key(&args[1].string());
+    if let Some(error) = refuse(&key) {
+        return error;
+    }
     let items = &args[2..];
     send_array_header(ctx, items.len());
     if !answer(&key, items) {

@@ -360,6 +360,19 @@ const CF_COMMANDS: [&str; 14] = [
     "cf.scandump",
 ];
 
+/// The RF.* commands, the module's own (their metadata is checked in `tests/ribbon_commands.rs`).
+const RF_COMMANDS: [&str; 9] = [
+    "rf.add",
+    "rf.build",
+    "rf.card",
+    "rf.exists",
+    "rf.info",
+    "rf.loadchunk",
+    "rf.madd",
+    "rf.mexists",
+    "rf.scandump",
+];
+
 const ALL_COMMANDS: [&str; 11] = [
     "bf.add",
     "bf.card",
@@ -1280,8 +1293,9 @@ pub fn command_metadata(bin: &str) {
     let listed: Vec<String> = q(&mut c, "COMMAND LIST FILTERBY MODULE bf");
     let mut module_commands = str_set(&ALL_COMMANDS);
     module_commands.extend(str_set(&CF_COMMANDS));
+    module_commands.extend(str_set(&RF_COMMANDS));
     assert_eq!(lower_set(&listed), module_commands);
-    assert_eq!(listed.len(), 25);
+    assert_eq!(listed.len(), 34);
 
     for m in &metas() {
         let v: Value = q(&mut c, ["COMMAND", "INFO", m.name]);

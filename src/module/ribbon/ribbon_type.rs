@@ -105,6 +105,11 @@ impl RibbonValue {
             .is_some_and(|t| t.running.load(Ordering::Acquire))
     }
 
+    /// Is this a copy still being loaded by `RF.LOADCHUNK` (it answers no membership yet)?
+    pub fn is_loading(&self) -> bool {
+        matches!(self.state, State::Loading(_))
+    }
+
     /// Items: staged, built from, or (loading) none yet.
     pub fn items(&self) -> u64 {
         match &self.state {
@@ -115,7 +120,7 @@ impl RibbonValue {
     }
 
     /// May the item whose hash is `hash` be in the set? A staging value answers exactly; a
-    /// loading one answers no (it answers nothing until complete, as a missing key).
+    /// loading one answers no here, and the commands refuse to ask it ([`Self::is_loading`]).
     pub fn contains_hash(&self, hash: u64) -> bool {
         match &self.state {
             State::Staging(s) => s.contains(&hash),

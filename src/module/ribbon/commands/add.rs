@@ -31,6 +31,9 @@ pub enum Stager {
     Madd,
     /// RF.BUILD … ITEMS.
     Build,
+    /// RF.LOADCHUNK key 0 (staged hashes, as an AOF rewrite writes a staging key): a key
+    /// that is not staging refuses them as bad data.
+    Loadchunk,
 }
 
 impl Stager {
@@ -39,6 +42,7 @@ impl Stager {
             Stager::Add => "ERR RF.ADD: this Ribbon filter is built and read-only; stage the new list under another key, RF.BUILD it, then RENAME it over this one",
             Stager::Madd => "ERR RF.MADD: this Ribbon filter is built and read-only; stage the new list under another key, RF.BUILD it, then RENAME it over this one",
             Stager::Build => "ERR RF.BUILD: this Ribbon filter is built already",
+            Stager::Loadchunk => "ERR received bad data",
         }
     }
     fn loading_error(self) -> &'static str {
@@ -46,6 +50,7 @@ impl Stager {
             Stager::Add => "ERR RF.ADD: this Ribbon filter is being loaded by RF.LOADCHUNK",
             Stager::Madd => "ERR RF.MADD: this Ribbon filter is being loaded by RF.LOADCHUNK",
             Stager::Build => "ERR RF.BUILD: this Ribbon filter is being loaded by RF.LOADCHUNK",
+            Stager::Loadchunk => "ERR received bad data",
         }
     }
 }
@@ -119,20 +124,27 @@ fn add_items(ctx: &Context, args: &[Arg], who: Stager) -> Reply {
         Ok(None) => return Reply::Error("ERR could not create the key"),
         Err(e) => return e,
     };
+    // Replicated and notified only when an item was new, as BF.ADD and CF.ADDNX: a command
+    // that staged nothing changed nothing.
+    let mut changed = false;
     let reply = match who {
         Stager::Add => {
-            let mut new = false;
-            stage(v, items, |n| new = n);
-            Reply::Int(i64::from(new))
+            stage(v, items, |n| changed = n);
+            Reply::Int(i64::from(changed))
         }
         _ => {
             send_array_header(ctx, items.len());
-            stage(v, items, |n| send(ctx, &Reply::Int(i64::from(n))));
+            stage(v, items, |n| {
+                changed |= n;
+                send(ctx, &Reply::Int(i64::from(n)))
+            });
             Reply::Sent
         }
     };
-    ctx.replicate_verbatim();
-    crate::module::notify::notify(ctx, c"rf.add", &args[1]);
+    if changed {
+        ctx.replicate_verbatim();
+        crate::module::notify::notify(ctx, c"rf.add", &args[1]);
+    }
     reply
 }
 

@@ -110,8 +110,9 @@ pub fn rf_build(ctx: &Context, args: &[Arg]) -> Reply {
         Ok(None) => return Reply::Error(NOT_FOUND),
         Err(e) => return e,
     };
-    if !items.is_empty() {
-        stage(v, items, |_| {});
+    let mut changed = false;
+    stage(v, items, |n| changed |= n);
+    if changed {
         let strings: Vec<_> = items.iter().map(|a| a.inner).collect();
         replicate_strings(ctx, c"RF.MADD", &[&[args[1].inner], &strings]);
         notify::notify(ctx, c"rf.add", &args[1]);

@@ -121,7 +121,7 @@ fn stage_hashes(
     if data.len() % 8 != 0 {
         return Err(Reply::Error(BAD_DATA));
     }
-    let v = staging_value(ctx, key, Stager::Madd, data.len() as u64 / 8, true)?
+    let v = staging_value(ctx, key, Stager::Loadchunk, data.len() as u64 / 8, true)?
         .ok_or(Reply::Error(BAD_DATA))?;
     tracked(v, |v| {
         if let State::Staging(s) = &mut v.state {
