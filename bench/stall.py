@@ -405,6 +405,19 @@ def sc_cf_full_insert(con, gib):
     return [("CF.INSERT", "big", "ITEMS", *["q%d" % j for j in range(200)])]
 
 
+def rf_stage(con, key, items, batch=1000):
+    """Stages `items` distinct items into a Ribbon key by RF.MADD batches of `batch`."""
+    for start in range(0, items, batch):
+        con.call("RF.MADD", key, *["r%d" % i for i in range(start, min(items, start + batch))])
+
+
+def sc_rf_build(con, gib):
+    # RF.BUILD of 1e7 items staged by RF.MADD batches of 1000 (independent of --gib): the build
+    # runs on a worker thread, the main thread only blocks the client and installs the result.
+    rf_stage(con, "big", 10_000_000)
+    return [("RF.BUILD", "big")]
+
+
 def report_fork(con):
     return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
 
@@ -456,6 +469,7 @@ SCENARIOS = {
     "cf-del-compact-4g": ([], sc_cf_del_compact_4g,
                           "%d x (CF.ADD + CF.DEL), a 4 GiB LOADCHUNK newest sub-filter of 2 items"
                           % CF_DEL_PAIRS),
+    "rf-build": ([], sc_rf_build, "RF.BUILD of 1e7 items staged by RF.MADD x 1000"),
     "cf-full-insert": ([], sc_cf_full_insert,
                        "CF.INSERT of 200 items into a full 2 x 255 filter, MAXITERATIONS 65535"),
 }

@@ -1,6 +1,6 @@
 //! Command metadata for `COMMAND INFO` / `COMMAND DOCS` / `COMMAND GETKEYS` (`docs/commands.md`
 //! ("Common rules")): arity, one key spec (the key at index 1) and the documentation tree of
-//! every BF and CF command (summary, since, complexity, arguments), as RedisBloom 8 registers them
+//! every BF, CF and RF command (summary, since, complexity, arguments), as RedisBloom 8 registers them
 //! (key spec flags aside: see `Meta::key_flags`).
 //! Registered with `RedisModule_SetCommandInfo` directly because the crate's path needs
 //! Redis ≥ 7.2 (on 7.0 its `#[command]` macro makes the module fail to load).
@@ -85,6 +85,31 @@ const fn option(name: &'static CStr, token: &'static CStr, value: &'static [DocA
     }
 }
 
+/// An optional choice of one of `tokens` (`BF.INFO`'s and `RF.INFO`'s field).
+const fn single_value(tokens: &'static [DocArg]) -> DocArg {
+    DocArg {
+        name: c"single_value",
+        kind: Kind::OneOf,
+        token: None,
+        flags: OPTIONAL,
+        sub: tokens,
+    }
+}
+
+/// RF.INFO's fields, each a required pure token of the same name.
+const RF_INFO_FIELDS: [DocArg; 5] = {
+    const fn field(name: &'static CStr, word: &'static CStr) -> DocArg {
+        token(name, word, REQUIRED)
+    }
+    [
+        field(c"state", c"STATE"),
+        field(c"items", c"ITEMS"),
+        field(c"error", c"ERROR"),
+        field(c"size", c"SIZE"),
+        field(c"bitsperitem", c"BITSPERITEM"),
+    ]
+};
+
 const KEY: DocArg = arg(c"key", Kind::Key, REQUIRED);
 const ITEM: DocArg = arg(c"item", Kind::Str, REQUIRED);
 const ITEMS: DocArg = arg(c"item", Kind::Str, MULTIPLE);
@@ -108,6 +133,8 @@ const CF_ADD: &CStr = c"O(k + i), where k is the number of sub-filters and i is 
 const CF_INSERT: &CStr = c"O(n * (k + i)), where n is the number of items, k is the number of sub-filters and i is maxIterations";
 const CF_LOOKUP: &CStr = c"O(k), where k is the number of sub-filters";
 const CF_EXISTS: &CStr = c"Checks whether one or more items exist in a Cuckoo Filter";
+const RF_EXISTS: &CStr =
+    c"Checks whether one or more items may be in a Ribbon filter (or its staged set)";
 /// CF.INSERT / CF.INSERTNX after the key: `[CAPACITY capacity] [NOCREATE] ITEMS item…`.
 const CF_INSERT_ARGS: &[DocArg] = &[
     KEY,
@@ -163,7 +190,7 @@ struct Meta {
     doc: Option<Doc>,
 }
 
-const COMMANDS: [Meta; 25] = [
+const COMMANDS: [Meta; 34] = [
     Meta {
         name: c"bf.reserve",
         arity: -4,
@@ -259,20 +286,14 @@ const COMMANDS: [Meta; 25] = [
             complexity: c"O(1)",
             args: &[
                 KEY,
-                DocArg {
-                    name: c"single_value",
-                    kind: Kind::OneOf,
-                    token: None,
-                    flags: OPTIONAL,
-                    // The first name is spelled as RedisBloom 8 spells it.
-                    sub: &[
-                        token(c"capcaity", c"CAPACITY", REQUIRED),
-                        token(c"SIZE", c"SIZE", REQUIRED),
-                        token(c"FILTERS", c"FILTERS", REQUIRED),
-                        token(c"ITEMS", c"ITEMS", REQUIRED),
-                        token(c"EXPANSION", c"EXPANSION", REQUIRED),
-                    ],
-                },
+                // The first name is spelled as RedisBloom 8 spells it.
+                single_value(&[
+                    token(c"capcaity", c"CAPACITY", REQUIRED),
+                    token(c"SIZE", c"SIZE", REQUIRED),
+                    token(c"FILTERS", c"FILTERS", REQUIRED),
+                    token(c"ITEMS", c"ITEMS", REQUIRED),
+                    token(c"EXPANSION", c"EXPANSION", REQUIRED),
+                ]),
             ],
         }),
     },
@@ -455,6 +476,118 @@ const COMMANDS: [Meta; 25] = [
         arity: -1,
         key_flags: "RW ACCESS UPDATE",
         doc: None,
+    },
+    Meta {
+        name: c"rf.add",
+        arity: 3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Stages an item for a Ribbon filter not built yet (creating the key)",
+            since: c"0.5.0",
+            complexity: c"O(log n), where n is the number of staged items",
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"rf.madd",
+        arity: -3,
+        key_flags: "RW INSERT",
+        doc: Some(Doc {
+            summary: c"Stages one or more items for a Ribbon filter not built yet (creating the key)",
+            since: c"0.5.0",
+            complexity: c"O(k log n), where k is the number of items given and n the number staged",
+            args: &[KEY, ITEMS],
+        }),
+    },
+    Meta {
+        name: c"rf.build",
+        arity: -2,
+        key_flags: "RW UPDATE",
+        doc: Some(Doc {
+            summary: c"Builds the staged items into a read-only Ribbon filter, off the main thread",
+            since: c"0.5.0",
+            complexity: c"O(n log n), where n is the number of staged items (on a worker thread)",
+            args: &[
+                KEY,
+                option(c"error", c"ERROR", &[arg(c"error", Kind::Double, REQUIRED)]),
+                DocArg {
+                    name: c"items",
+                    kind: Kind::Block,
+                    token: None,
+                    flags: OPTIONAL,
+                    sub: &[token(c"items", c"ITEMS", REQUIRED), ITEMS],
+                },
+            ],
+        }),
+    },
+    Meta {
+        name: c"rf.exists",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: RF_EXISTS,
+            since: c"0.5.0",
+            complexity: c"O(1) on a built filter; O(log n) on a staging key",
+            args: &[KEY, ITEM],
+        }),
+    },
+    Meta {
+        name: c"rf.mexists",
+        arity: -3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: RF_EXISTS,
+            since: c"0.5.0",
+            complexity: c"O(k), where k is the number of items",
+            args: &[KEY, ITEMS],
+        }),
+    },
+    Meta {
+        name: c"rf.card",
+        arity: 2,
+        key_flags: "RO",
+        doc: Some(Doc {
+            summary: c"Returns the number of items staged or built into a Ribbon filter",
+            since: c"0.5.0",
+            complexity: c"O(1)",
+            args: &[KEY],
+        }),
+    },
+    Meta {
+        name: c"rf.info",
+        arity: -2,
+        key_flags: "RO",
+        doc: Some(Doc {
+            summary: c"Returns information about a Ribbon filter",
+            since: c"0.5.0",
+            complexity: c"O(1)",
+            args: &[
+                KEY,
+                single_value(&RF_INFO_FIELDS),
+            ],
+        }),
+    },
+    Meta {
+        name: c"rf.scandump",
+        arity: 3,
+        key_flags: "RO ACCESS",
+        doc: Some(Doc {
+            summary: c"Begins an incremental save of a built Ribbon filter",
+            since: c"0.5.0",
+            complexity: c"O(c), where c is the chunk's size",
+            args: &[KEY, ITERATOR],
+        }),
+    },
+    Meta {
+        name: c"rf.loadchunk",
+        arity: 4,
+        key_flags: "RW UPDATE",
+        doc: Some(Doc {
+            summary: c"Restores a Ribbon filter previously saved using RF.SCANDUMP",
+            since: c"0.5.0",
+            complexity: c"O(c), where c is the chunk's size",
+            args: &[KEY, ITERATOR, arg(c"data", Kind::Str, REQUIRED)],
+        }),
     },
 ];
 

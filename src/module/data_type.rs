@@ -16,24 +16,32 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The method table of a filter type whose values are `value` (a [`FilterValue`], for the
-/// shared `mem_usage` and `copy` callbacks) and whose other callbacks, named `rdb_load`,
-/// `rdb_save`, `aof_rewrite`, `digest`, `free` and `free_effort`, are in scope where it is used;
-/// `defrag` is the type's active-defrag callback, if any.
+/// The method table of a filter type whose values are `$value` (a [`FilterValue`]): every
+/// callback is this file's generic one for that type; with `defrag`, active defrag goes through
+/// [`FilterValue::defrag`] too.
 macro_rules! type_methods {
-    (value: $value:ty, defrag: $defrag:expr) => {
+    ($value:ty) => {
+        $crate::module::data_type::type_methods!($value, None)
+    };
+    ($value:ty, defrag) => {
+        $crate::module::data_type::type_methods!(
+            $value,
+            Some($crate::module::data_type::defrag::<$value>)
+        )
+    };
+    ($value:ty, $defrag:expr) => {
         raw::RedisModuleTypeMethods {
             version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-            rdb_load: Some(rdb_load),
-            rdb_save: Some(rdb_save),
-            aof_rewrite: Some(aof_rewrite),
+            rdb_load: Some($crate::module::data_type::rdb_load::<$value>),
+            rdb_save: Some($crate::module::data_type::rdb_save::<$value>),
+            aof_rewrite: Some($crate::module::data_type::aof_rewrite::<$value>),
             mem_usage: Some($crate::module::data_type::mem_usage::<$value>),
-            digest: Some(digest),
-            free: Some(free),
+            digest: Some($crate::module::data_type::digest::<$value>),
+            free: Some($crate::module::data_type::free::<$value>),
             aux_load: None,
             aux_save: None,
             aux_save_triggers: 0,
-            free_effort: Some(free_effort),
+            free_effort: Some($crate::module::data_type::free_effort::<$value>),
             unlink: None,
             copy: Some($crate::module::data_type::copy::<$value>),
             defrag: $defrag,
@@ -171,8 +179,10 @@ pub(crate) fn emit_loadchunk(
     }
 }
 
-/// A value of one of the module's data types: what the callbacks shared by both types
-/// ([`mem_usage`], [`copy`]) need of it.
+/// A value of one of the module's data types: what a family supplies so that this file's
+/// generic callbacks ([`rdb_load`], [`rdb_save`], [`aof_rewrite`], [`mem_usage`], [`digest`],
+/// [`free`], [`free_effort`], [`copy`], [`defrag`]) serve its type. None of these may panic
+/// into Redis: the callbacks catch panics around them.
 pub(crate) trait FilterValue: Sized {
     /// The type's name, for the log.
     const TYPE_NAME: &'static str;
@@ -182,6 +192,99 @@ pub(crate) trait FilterValue: Sized {
     fn try_copy(&self) -> Option<Self>;
     /// Counts a new value in the `INFO bf` totals.
     fn count_created(&self);
+    /// Decodes a value of RDB encoding version `encver` (errors: the bytes were refused or
+    /// could not be allocated).
+    fn load(io: &mut IoReader, encver: c_int) -> Result<Self, DecodeError>;
+    /// Encodes the value into an RDB / DUMP stream.
+    fn save(&self, io: &mut IoWriter);
+    /// Emits the commands that rebuild the value under `key` into an AOF rewrite.
+    fn rewrite(&self, aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString);
+    /// Feeds the value to `DEBUG DIGEST` (usually [`digest_filter`]).
+    fn digest(&self, md: *mut raw::RedisModuleDigest);
+    /// Uncounts the value from `INFO bf` and frees it within a bounded time on the calling
+    /// thread (big arrays through `alloc::free_bit_array`); may run off the main thread.
+    fn free(self);
+    /// Work to free the value in Redis' units, at least 1 (usually [`free_effort_for`]).
+    fn free_effort(&self) -> usize;
+    /// Active defrag of the boxed value at `*value` (usually [`defrag_value`]); returns 0 when
+    /// done. Only called for types registered with `type_methods!(T, defrag)`.
+    ///
+    /// # Safety
+    /// `ctx` is the live defrag context; `*value` is a boxed `Self` this module created, whose
+    /// parts came from Redis' allocator; Redis hands it to no one else during the call.
+    unsafe fn defrag(_ctx: *mut raw::RedisModuleDefragCtx, _value: *mut *mut c_void) -> c_int {
+        0
+    }
+}
+
+/// The `rdb_load` callback of a data type whose values are `T` ([`load_value`]).
+pub(crate) unsafe extern "C" fn rdb_load<T: FilterValue>(
+    rdb: *mut raw::RedisModuleIO,
+    encver: c_int,
+) -> *mut c_void {
+    load_value(rdb, |io| T::load(io, encver))
+}
+
+/// The `rdb_save` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn rdb_save<T: FilterValue>(
+    rdb: *mut raw::RedisModuleIO,
+    value: *mut c_void,
+) {
+    // SAFETY: Redis passes a value this module created (a boxed T), alive for the call.
+    let v = unsafe { &*value.cast::<T>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| v.save(&mut IoWriter(rdb))));
+}
+
+/// The `aof_rewrite` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn aof_rewrite<T: FilterValue>(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: as in `rdb_save`.
+    let v = unsafe { &*value.cast::<T>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| v.rewrite(aof, key)));
+}
+
+/// The `digest` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn digest<T: FilterValue>(
+    md: *mut raw::RedisModuleDigest,
+    value: *mut c_void,
+) {
+    // SAFETY: as in `rdb_save`.
+    let v = unsafe { &*value.cast::<T>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| v.digest(md)));
+}
+
+/// The `free` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn free<T: FilterValue>(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: the value was created with Box::into_raw(Box<T>) by this module and Redis
+        // frees it exactly once.
+        let v = unsafe { Box::from_raw(value.cast::<T>()) };
+        let _ = catch_unwind(AssertUnwindSafe(|| v.free()));
+    }
+}
+
+/// The `free_effort` callback of a data type whose values are `T`.
+pub(crate) unsafe extern "C" fn free_effort<T: FilterValue>(
+    _key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> usize {
+    // SAFETY: as in `rdb_save`.
+    let v = unsafe { &*value.cast::<T>() };
+    catch_unwind(AssertUnwindSafe(|| v.free_effort())).unwrap_or(1)
+}
+
+/// The `defrag` callback of a data type whose values are `T` ([`FilterValue::defrag`]).
+pub(crate) unsafe extern "C" fn defrag<T: FilterValue>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: Redis passes the live defrag context and the key's value, a boxed T this module
+    // created, and hands it to no one else during the call.
+    catch_unwind(AssertUnwindSafe(|| unsafe { T::defrag(ctx, value) })).unwrap_or(0)
 }
 
 /// The `mem_usage` callback of a data type whose values are `T`.
@@ -251,10 +354,10 @@ pub(crate) unsafe extern "C" fn copy<T: FilterValue>(
 
 /// Feeds a filter to `DEBUG DIGEST`: its SCANDUMP header, then each bit array, as one
 /// sequence (both types digest this way).
-pub(crate) fn digest_filter<'a>(
+pub(crate) fn digest_filter<A: AsRef<[u8]>>(
     md: *mut raw::RedisModuleDigest,
     header: &[u8],
-    arrays: impl Iterator<Item = &'a [u8]>,
+    arrays: impl Iterator<Item = A>,
 ) {
     let add = |b: &[u8]| {
         // SAFETY: `md` is the live digest of the digest callback calling this; `b` outlives
@@ -268,7 +371,7 @@ pub(crate) fn digest_filter<'a>(
         }
     };
     add(header);
-    arrays.for_each(add);
+    arrays.for_each(|a| add(a.as_ref()));
     // SAFETY: as above.
     unsafe { raw::RedisModule_DigestEndSequence.unwrap()(md) };
 }

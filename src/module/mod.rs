@@ -1,4 +1,4 @@
-//! The Redis layer: module registration, the two data types, the filter kinds, command
+//! The Redis layer: module registration, the data types, the filter kinds, command
 //! handlers and settings. Handlers parse their arguments, call a filter kind (`filter`), which
 //! calls [`crate::bloom`], and reply.
 
@@ -17,6 +17,7 @@ pub mod notify;
 pub mod pages;
 pub mod replicate;
 pub mod reply;
+pub mod ribbon;
 pub mod server;
 pub mod slot_migration;
 pub mod stats;
@@ -33,6 +34,8 @@ use cuckoo::commands as cf;
 use cuckoo::cuckoo_type::CUCKOO_TYPE;
 use redis_module::{raw, redis_module, AclCategory, Context, RedisString, Status};
 use reply::Reply;
+use ribbon::commands as rf;
+use ribbon::ribbon_type::RIBBON_TYPE;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -109,6 +112,15 @@ raw_commands! {
     raw_cf_debug => cf::info::cf_debug,
     raw_cf_scandump => cf::dump::cf_scandump,
     raw_cf_loadchunk => cf::dump::cf_loadchunk,
+    raw_rf_add => rf::add::rf_add,
+    raw_rf_madd => rf::add::rf_madd,
+    raw_rf_build => rf::build::rf_build,
+    raw_rf_exists => rf::exists::rf_exists,
+    raw_rf_mexists => rf::exists::rf_mexists,
+    raw_rf_card => rf::info::rf_card,
+    raw_rf_info => rf::info::rf_info,
+    raw_rf_scandump => rf::dump::rf_scandump,
+    raw_rf_loadchunk => rf::dump::rf_loadchunk,
 }
 
 /// Registers a command served by [`dispatch`], with the flags, key positions (key at index
@@ -223,6 +235,16 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         (c"cf.debug", raw_cf_debug, READ, c"read cuckoo"),
         (c"cf.scandump", raw_cf_scandump, READ, c"read cuckoo"),
         (c"cf.loadchunk", raw_cf_loadchunk, WRITE, c"write cuckoo"),
+        // RF.BUILD blocks its client while the build runs off the main thread.
+        (c"rf.add", raw_rf_add, WRITE, c"write ribbon"),
+        (c"rf.madd", raw_rf_madd, WRITE, c"write ribbon"),
+        (c"rf.build", raw_rf_build, WRITE, c"write ribbon"),
+        (c"rf.exists", raw_rf_exists, READ, c"read ribbon"),
+        (c"rf.mexists", raw_rf_mexists, READ, c"read ribbon"),
+        (c"rf.card", raw_rf_card, READ, c"read fast ribbon"),
+        (c"rf.info", raw_rf_info, READ, c"read fast ribbon"),
+        (c"rf.scandump", raw_rf_scandump, READ, c"read ribbon"),
+        (c"rf.loadchunk", raw_rf_loadchunk, WRITE, c"write ribbon"),
     ] {
         if register_raw(ctx, name, Some(handler), flags, acl).is_err() {
             ctx.log_warning(&format!("redis-bf: could not register {name:?}"));
@@ -246,8 +268,8 @@ redis_module! {
     allocator: (alloc::BfAlloc, alloc::BfAlloc),
     // The placeholders only explain, in the log, why a value of RedisBloom's other families is
     // refused (`unsupported_types.rs`).
-    data_types: [BLOOM_TYPE, WINDOW_TYPE, CUCKOO_TYPE, CMS_PLACEHOLDER, TOPK_PLACEHOLDER, TDIGEST_PLACEHOLDER],
-    acl_categories: ["bloom", "cuckoo",],
+    data_types: [BLOOM_TYPE, WINDOW_TYPE, CUCKOO_TYPE, RIBBON_TYPE, CMS_PLACEHOLDER, TOPK_PLACEHOLDER, TDIGEST_PLACEHOLDER],
+    acl_categories: ["bloom", "cuckoo", "ribbon",],
     init: init,
     // Commands are registered in `init` (register_raw), all served by `dispatch`.
     // The bf.* configs are registered in `init` (config::register), not here: the crate's

@@ -22,6 +22,8 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// Null (`$-1` in RESP2, `_` in RESP3).
     Null,
+    /// Double (RESP3 `,`; a bulk string of its text for RESP2 clients).
+    Double(f64),
     /// Error; the text goes on the wire verbatim after `-` (include `ERR ` where wanted).
     Error(&'static str),
     /// `ERR wrong number of arguments for '<command>' command`.
@@ -63,6 +65,9 @@ pub fn send(ctx: &Context, reply: &Reply) {
             Reply::Bulk(b) => send_bulk(ctx, b),
             Reply::Null => {
                 raw::RedisModule_ReplyWithNull.unwrap()(c);
+            }
+            Reply::Double(d) => {
+                raw::RedisModule_ReplyWithDouble.unwrap()(c, *d);
             }
             Reply::Error(s) => {
                 let s = CString::new(*s).unwrap_or_default();

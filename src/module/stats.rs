@@ -171,7 +171,9 @@ fn cuckoo_counts() -> [i64; 4] {
 
 /// The `INFO` callback: section `bf` with `bf_version` (the `MODULE LIST` version), then
 /// `bf_filters`, `bf_layers`, `bf_items`, `bf_bytes`
-/// (bit-array bytes of the filters that exist), `bf_cf_filters`, `bf_cf_sub_filters`,
+/// (bit-array bytes of the filters that exist), `bf_rf_filters`, `bf_rf_items`, `bf_rf_bytes`
+/// (Ribbon filter keys, staging or built: their items and `MEMORY USAGE` bytes),
+/// `bf_rf_builds_running` (`RF.BUILD`s whose worker has not been installed yet), `bf_cf_filters`, `bf_cf_sub_filters`,
 /// `bf_cf_items`, `bf_cf_bytes` (the same for cuckoo filters: table bytes), `bf_defrag_hits` / `bf_defrag_misses`
 /// (allocations active defrag moved / left in place), `bf_free_pending_bytes` (bytes of freed
 /// filters' bit arrays the module's freeing thread has yet to give back to the kernel; no
@@ -201,6 +203,10 @@ pub unsafe extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_c
             (c"cf_sub_filters", cf_sub_filters),
             (c"cf_items", cf_items),
             (c"cf_bytes", cf_bytes),
+            (c"rf_filters", RIBBON[0].load(Ordering::Relaxed)),
+            (c"rf_items", RIBBON[1].load(Ordering::Relaxed)),
+            (c"rf_bytes", RIBBON[2].load(Ordering::Relaxed)),
+            (c"rf_builds_running", RIBBON_BUILDS.load(Ordering::Relaxed)),
             (c"defrag_hits", DEFRAG_HITS.get()),
             (c"defrag_misses", DEFRAG_MISSES.get()),
         ] {
@@ -231,4 +237,24 @@ pub fn add_raw(filters: i64, layers: i64, items: i64, bytes: i64) {
         },
         1,
     );
+}
+
+/// Ribbon filter keys, their items and bytes (`bf_rf_filters`, `bf_rf_items`, `bf_rf_bytes`),
+/// changed from any thread (a value may be freed on Redis' lazyfree thread).
+static RIBBON: [AtomicI64; 3] = [const { AtomicI64::new(0) }; 3];
+/// `RF.BUILD`s running (`bf_rf_builds_running`).
+static RIBBON_BUILDS: AtomicI64 = AtomicI64::new(0);
+
+/// Adds signed deltas to the Ribbon counters: `[filters, items, bytes]`.
+pub fn ribbon_add(delta: [i64; 3]) {
+    for (c, d) in RIBBON.iter().zip(delta) {
+        if d != 0 {
+            c.fetch_add(d, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One more (`1`) or one fewer (`-1`) `RF.BUILD` running.
+pub fn ribbon_builds(delta: i64) {
+    RIBBON_BUILDS.fetch_add(delta, Ordering::Relaxed);
 }

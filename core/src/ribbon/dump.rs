@@ -19,16 +19,32 @@ pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
 
 /// Encodes the header of `ribbon`.
 pub fn encode_header(ribbon: &Ribbon) -> [u8; HEADER_BYTES] {
-    let shape = ribbon.shape();
+    header_of(
+        ribbon.error_rate(),
+        ribbon.items(),
+        ribbon.shape(),
+        ribbon.seed(),
+        ribbon.bumped().len() as u64,
+    )
+}
+
+/// The header of a filter of these fields.
+fn header_of(
+    error_rate: f64,
+    items: u64,
+    shape: &Shape,
+    seed: u32,
+    bumped: u64,
+) -> [u8; HEADER_BYTES] {
     let mut out = [0u8; HEADER_BYTES];
     out[0] = VERSION;
-    out[1..9].copy_from_slice(&ribbon.error_rate().to_le_bytes());
-    out[9..17].copy_from_slice(&ribbon.items().to_le_bytes());
+    out[1..9].copy_from_slice(&error_rate.to_le_bytes());
+    out[9..17].copy_from_slice(&items.to_le_bytes());
     out[17..25].copy_from_slice(&shape.blocks().to_le_bytes());
     out[25..29].copy_from_slice(&shape.lower_bits().to_le_bytes());
     out[29..37].copy_from_slice(&shape.upper_start().to_le_bytes());
-    out[37..41].copy_from_slice(&ribbon.seed().to_le_bytes());
-    out[41..49].copy_from_slice(&(ribbon.bumped().len() as u64).to_le_bytes());
+    out[37..41].copy_from_slice(&seed.to_le_bytes());
+    out[41..49].copy_from_slice(&bumped.to_le_bytes());
     out
 }
 
@@ -177,6 +193,44 @@ impl Loader {
     /// The position the next chunk must have (1-based).
     pub fn next_position(&self) -> u64 {
         self.received + 1
+    }
+
+    /// The body bytes received so far, in order (what a saved half-copied filter keeps:
+    /// [`Loader::apply`]ing them at position 1 to a new loader of the same header gives this
+    /// loader back).
+    pub fn received_body(&self) -> Vec<u8> {
+        let words = self.words.len() as u64;
+        let mut out = Vec::with_capacity(self.received as usize);
+        let mut at = 0;
+        while at < self.received {
+            let index = at / 8;
+            let word = if index < words {
+                self.words[index as usize]
+            } else {
+                self.bumped[(index - words) as usize]
+            };
+            let take = (self.received - at).min(8) as usize;
+            out.extend_from_slice(&word.to_le_bytes()[..take]);
+            at += take as u64;
+        }
+        out
+    }
+
+    /// The header this loader was made from.
+    pub fn header(&self) -> [u8; HEADER_BYTES] {
+        let m = &self.meta;
+        header_of(
+            m.error_rate,
+            m.items,
+            &m.shape,
+            m.seed,
+            self.bumped.len() as u64,
+        )
+    }
+
+    /// Items of the filter being loaded (the header's count).
+    pub fn items(&self) -> u64 {
+        self.meta.items
     }
 
     /// Has the whole body arrived?

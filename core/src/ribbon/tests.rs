@@ -293,6 +293,29 @@ mod copies {
     }
 
     #[test]
+    fn a_half_loaded_filter_gives_back_its_header_and_received_bytes() {
+        let (_, ribbon) = built("half", 3_000, 0.01);
+        let (header, chunks) = walk(&ribbon);
+        let body: Vec<u8> = chunks.iter().flat_map(|(_, c)| c.clone()).collect();
+        for cut in [0usize, 1, 7, 8, 13, body.len() - 1] {
+            let mut loader = Loader::new(&header, u64::MAX).unwrap();
+            if cut > 0 {
+                loader.apply(1, &body[..cut]).unwrap();
+            }
+            assert_eq!(loader.header(), header, "cut {cut}");
+            assert_eq!(loader.items(), 3_000, "cut {cut}");
+            assert_eq!(loader.received_body(), &body[..cut], "cut {cut}");
+            // What it gives back continues into the same filter.
+            let mut again = Loader::new(&loader.header(), u64::MAX).unwrap();
+            if cut > 0 {
+                again.apply(1, &loader.received_body()).unwrap();
+            }
+            again.apply(cut as u64 + 1, &body[cut..]).unwrap();
+            assert_eq!(again.finish().unwrap(), ribbon, "cut {cut}");
+        }
+    }
+
+    #[test]
     fn chunks_split_anywhere_load_in_order_only() {
         let hashes: Vec<u64> = (0..600).collect(); // crowded: many bumped hashes
         let ribbon = build(hashes, 0.01).unwrap();

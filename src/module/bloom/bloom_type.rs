@@ -11,11 +11,12 @@
 use crate::bloom::dump::{chunk_at, encode_header};
 use crate::bloom::layer::Layer;
 use crate::bloom::rdb;
+use crate::bloom::rdb::DecodeError;
 use crate::bloom::Chain;
 use crate::module::alloc;
 use crate::module::data_type::{
-    self, defrag_value, digest_filter, emit_loadchunk, free_effort_for, load_value, type_methods,
-    FilterValue, IoWriter, Lookup,
+    self, defrag_value, digest_filter, emit_loadchunk, free_effort_for, type_methods, FilterValue,
+    IoReader, IoWriter, Lookup,
 };
 use crate::module::pages;
 use crate::module::reply::Reply;
@@ -24,15 +25,13 @@ use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::c_void;
-
 use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The Bloom type as RedisBloom names it, so RDB files and DUMP payloads interchange.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
     rdb::ENCODING_VERSION,
-    type_methods!(value: Chain, defrag: Some(defrag)),
+    type_methods!(Chain, defrag),
 );
 
 /// Reads the filter of a key opened read-only.
@@ -51,16 +50,6 @@ pub fn store_new(key: &RedisKeyWritable, chain: Chain, failure: &'static str) ->
 /// Borrows the filter of a key opened for writing. The borrow must not outlive `key`.
 pub fn lookup_mut(key: &RedisKeyWritable) -> Lookup<&mut Chain> {
     data_type::lookup_mut(key, &BLOOM_TYPE)
-}
-
-unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    load_value(rdb, |io| rdb::load(io, encver))
-}
-
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: Redis passes a value this module created (a boxed Chain), alive for the call.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| rdb::save(chain, &mut IoWriter(rdb))));
 }
 
 /// Emits a filter's SCANDUMP walk into an AOF rewrite as `BF.LOADCHUNK key 1 header`, then
@@ -84,18 +73,6 @@ pub(crate) fn emit_scandump_walk<'a>(
     }
 }
 
-unsafe extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: as in rdb_save.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        emit_scandump_walk(aof, key, &encode_header(chain), |i| chunk_at(chain, i))
-    }));
-}
-
 impl FilterValue for Chain {
     const TYPE_NAME: &'static str = "MBbloom--";
     fn mem_usage(&self) -> u64 {
@@ -107,17 +84,41 @@ impl FilterValue for Chain {
     fn count_created(&self) {
         stats::filter_created(self)
     }
-}
-
-unsafe extern "C" fn free(value: *mut c_void) {
-    if !value.is_null() {
-        // SAFETY: the value was created with Box::into_raw(Box<Chain>) by this module and
-        // Redis frees it exactly once.
-        let chain = unsafe { Box::from_raw(value.cast::<Chain>()) };
-        stats::filter_freed(&chain);
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            free_arrays(*chain, &mut alloc::FreeBudget::new())
-        }));
+    fn load(io: &mut IoReader, encver: c_int) -> Result<Chain, DecodeError> {
+        rdb::load(io, encver)
+    }
+    fn save(&self, io: &mut IoWriter) {
+        rdb::save(self, io)
+    }
+    fn rewrite(&self, aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString) {
+        emit_scandump_walk(aof, key, &encode_header(self), |i| chunk_at(self, i))
+    }
+    /// The SCANDUMP header, then each layer's bit array.
+    fn digest(&self, md: *mut raw::RedisModuleDigest) {
+        digest_filter(
+            md,
+            &encode_header(self),
+            self.layers.iter().map(|l| &*l.data),
+        )
+    }
+    fn free(self) {
+        stats::filter_freed(&self);
+        free_arrays(self, &mut alloc::FreeBudget::new())
+    }
+    /// See [`free_effort_of`].
+    fn free_effort(&self) -> usize {
+        free_effort_of(self)
+    }
+    /// Active defrag: lets the server move the filter's allocations (the chain, its layer
+    /// table, each bit array) out of fragmented pages with `RedisModule_DefragAlloc`, which
+    /// copies the block and frees the old one when it is worth moving and returns null
+    /// otherwise (large allocations are never moved). Counts hits and misses in `INFO bf`.
+    /// Always done in one call (returns 0).
+    unsafe fn defrag(ctx: *mut raw::RedisModuleDefragCtx, value: *mut *mut c_void) -> c_int {
+        // SAFETY: `*value` is the boxed Chain this module created (Box::into_raw), whose memory
+        // (layer table, bit arrays) came from Redis' allocator through alloc::BfAlloc; Redis
+        // hands it to no one else during the call.
+        unsafe { defrag_value::<Chain, Layer>(ctx, value, |c| &mut c.layers, |l| &mut l.data) }
     }
 }
 
@@ -131,38 +132,15 @@ pub(crate) fn free_arrays(chain: Chain, budget: &mut alloc::FreeBudget) {
 }
 
 /// Work to free a filter, in Redis' units (allocations): the chain, its layer table and one
-/// per layer, capped at [`LAZYFREE_THRESHOLD`]. Freeing any filter costs the calling thread a
-/// bounded amount ([`alloc::FreeBudget`]: big arrays' pages are moved out, not torn down), so
-/// Redis always frees filters synchronously — `DEL`, `UNLINK`, expiry, eviction (with or
-/// without `lazyfree-lazy-eviction`) — and `used_memory` drops inside the delete, as for a
-/// string of that size; that is what eviction measures. It also keeps every filter within
-/// `active-defrag-max-scan-fields`, so active defrag handles it in one call. Never 0 (Redis
-/// reads 0 as "unknown, very large").
-unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: as in rdb_save.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    free_effort_of(chain)
-}
-
-/// See [`free_effort`].
+/// per layer, capped at [`LAZYFREE_THRESHOLD`](data_type::LAZYFREE_THRESHOLD). Freeing any
+/// filter costs the calling thread a bounded amount ([`alloc::FreeBudget`]: big arrays' pages
+/// are moved out, not torn down), so Redis always frees filters synchronously — `DEL`,
+/// `UNLINK`, expiry, eviction (with or without `lazyfree-lazy-eviction`) — and `used_memory`
+/// drops inside the delete, as for a string of that size; that is what eviction measures. It
+/// also keeps every filter within `active-defrag-max-scan-fields`, so active defrag handles it
+/// in one call. Never 0 (Redis reads 0 as "unknown, very large").
 pub(crate) fn free_effort_of(chain: &Chain) -> usize {
     free_effort_for(chain.layers.len())
-}
-
-/// Active defrag: lets the server move the filter's allocations (the chain, its layer table,
-/// each bit array) out of fragmented pages with `RedisModule_DefragAlloc`, which copies the
-/// block and frees the old one when it is worth moving and returns null otherwise (large
-/// allocations are never moved). Counts hits and misses in `INFO bf`. Always done in one
-/// call (returns 0).
-unsafe extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: `*value` is the boxed Chain this module created (Box::into_raw), whose memory
-    // (layer table, bit arrays) came from Redis' allocator through alloc::BfAlloc; Redis hands
-    // it to no one else during the call.
-    unsafe { defrag_value::<Chain, Layer>(ctx, value, |c| &mut c.layers, |l| &mut l.data) }
 }
 
 /// A deep copy whose bit arrays are allocated fallibly. Each new array is a fresh zeroed
@@ -184,16 +162,4 @@ pub(crate) fn try_clone(chain: &Chain) -> Option<Chain> {
         growth: chain.growth,
         layers: layers.into_boxed_slice(),
     })
-}
-
-unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: as in rdb_save.
-    let chain = unsafe { &*value.cast::<Chain>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        digest_filter(
-            md,
-            &encode_header(chain),
-            chain.layers.iter().map(|l| &*l.data),
-        )
-    }));
 }

@@ -3,16 +3,15 @@
 //! commands do with a window filter (the clock, generations, the `GENERATION` rewrite) is the
 //! window kind's, in `filter::window`.
 
+use crate::bloom::rdb::DecodeError;
 use crate::bloom::window::{self, Window};
-use crate::module::data_type::{load_value, type_methods, FilterValue, IoWriter};
+use crate::module::data_type::{type_methods, FilterValue, IoReader, IoWriter};
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
-use std::ffi::c_void;
 use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 impl FilterValue for Window {
     const TYPE_NAME: &'static str = "bf-window";
@@ -25,15 +24,48 @@ impl FilterValue for Window {
     fn count_created(&self) {
         count(self, 1)
     }
+    fn load(io: &mut IoReader, encver: c_int) -> Result<Window, DecodeError> {
+        window::load(io, encver)
+    }
+    fn save(&self, io: &mut IoWriter) {
+        window::save(self, io)
+    }
+    fn rewrite(&self, aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString) {
+        crate::module::bloom::bloom_type::emit_scandump_walk(
+            aof,
+            key,
+            &window::encode_header(self),
+            |i| window::chunk_at(self, i),
+        )
+    }
+    /// The SCANDUMP header, then every generation's layers' bit arrays.
+    fn digest(&self, md: *mut raw::RedisModuleDigest) {
+        let arrays = self.layers().map(|l| &*l.data);
+        crate::module::data_type::digest_filter(md, &window::encode_header(self), arrays)
+    }
+    fn free(self) {
+        count(&self, -1);
+        free_elsewhere(self.gens)
+    }
+    /// Work to free a window filter in Redis' units: as for a plain filter
+    /// (`bloom_type::free_effort_of`), summed over its generations, capped at Redis' lazyfree
+    /// threshold, so Redis frees it synchronously (bounded, see `free_elsewhere`).
+    fn free_effort(&self) -> usize {
+        use crate::module::bloom::bloom_type::free_effort_of;
+        use crate::module::data_type::LAZYFREE_THRESHOLD;
+        let effort = self
+            .gens
+            .iter()
+            .map(|(_, c)| free_effort_of(c))
+            .sum::<usize>();
+        effort.clamp(1, LAZYFREE_THRESHOLD)
+    }
 }
 
 /// The window filter type. Its own 9-character name and RDB layout: a server or module that
 /// only knows `MBbloom--` refuses it instead of misreading it.
-pub static WINDOW_TYPE: RedisType = RedisType::new(
-    "bf-window",
-    window::ENCODING_VERSION,
-    type_methods!(value: Window, defrag: None),
-);
+pub static WINDOW_TYPE: RedisType =
+    RedisType::new("bf-window", window::ENCODING_VERSION, type_methods!(Window));
 
 /// The window of a key opened read-only, if it holds one.
 pub fn get(key: &RedisKey) -> Option<&Window> {
@@ -84,58 +116,6 @@ pub(crate) fn free_elsewhere(dropped: Vec<(u64, crate::bloom::Chain)>) {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Type callbacks (none may unwind into Redis)
-
-unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    load_value(rdb, |io| window::load(io, encver))
-}
-
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: Redis passes a value this module created (a boxed Window), alive for the call.
-    let w = unsafe { &*value.cast::<Window>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| window::save(w, &mut IoWriter(rdb))));
-}
-
-unsafe extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: as in rdb_save.
-    let w = unsafe { &*value.cast::<Window>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        crate::module::bloom::bloom_type::emit_scandump_walk(
-            aof,
-            key,
-            &window::encode_header(w),
-            |i| window::chunk_at(w, i),
-        )
-    }));
-}
-
-unsafe extern "C" fn free(value: *mut c_void) {
-    if !value.is_null() {
-        // SAFETY: the value was created with Box::into_raw(Box<Window>) by this module and
-        // Redis frees it exactly once.
-        let w = unsafe { Box::from_raw(value.cast::<Window>()) };
-        count(&w, -1);
-        let _ = catch_unwind(AssertUnwindSafe(|| free_elsewhere(w.gens)));
-    }
-}
-
-/// Work to free a window filter in Redis' units: as for a plain filter
-/// (`bloom_type::free_effort_of`), summed over its generations, capped at Redis' lazyfree
-/// threshold, so Redis frees it synchronously (bounded, see `free_elsewhere`).
-unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    use crate::module::bloom::bloom_type::free_effort_of;
-    use crate::module::data_type::LAZYFREE_THRESHOLD;
-    // SAFETY: as in rdb_save.
-    let w = unsafe { &*value.cast::<Window>() };
-    let effort = w.gens.iter().map(|(_, c)| free_effort_of(c)).sum::<usize>();
-    effort.clamp(1, LAZYFREE_THRESHOLD)
-}
-
 /// A deep copy whose bit arrays are allocated fallibly.
 fn try_clone(w: &Window) -> Option<Window> {
     let mut gens = Vec::new();
@@ -153,13 +133,4 @@ fn try_clone(w: &Window) -> Option<Window> {
         gens,
         offset_chunks: w.offset_chunks,
     })
-}
-
-unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: as in rdb_save.
-    let w = unsafe { &*value.cast::<Window>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let arrays = w.layers().map(|l| &*l.data);
-        crate::module::data_type::digest_filter(md, &window::encode_header(w), arrays)
-    }));
 }

@@ -9,10 +9,11 @@
 
 use crate::bloom::cuckoo::dump::{encode_header, table_chunk, Scan};
 use crate::bloom::cuckoo::{rdb, Cuckoo, SubFilter};
+use crate::bloom::rdb::DecodeError;
 use crate::module::alloc;
 use crate::module::data_type::{
-    self, defrag_value, digest_filter, emit_loadchunk, free_effort_for, load_value, type_methods,
-    FilterValue, IoWriter, Lookup,
+    self, defrag_value, digest_filter, emit_loadchunk, free_effort_for, type_methods, FilterValue,
+    IoReader, IoWriter, Lookup,
 };
 use crate::module::pages;
 use crate::module::reply::Reply;
@@ -22,13 +23,12 @@ use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::c_void;
 use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The cuckoo type as RedisBloom names it, so RDB files and DUMP payloads interchange.
 pub static CUCKOO_TYPE: RedisType = RedisType::new(
     "MBbloomCF",
     rdb::ENCODING_VERSION,
-    type_methods!(value: Cuckoo, defrag: Some(defrag)),
+    type_methods!(Cuckoo, defrag),
 );
 
 /// Reads the cuckoo filter of a key opened read-only.
@@ -68,91 +68,12 @@ pub fn free_dropped(filters: Vec<SubFilter>) {
     }
 }
 
-unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    load_value(rdb, |io| rdb::load(io, encver))
-}
-
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: Redis passes a value this module created (a boxed Cuckoo), alive for the call.
-    let cf = unsafe { &*value.cast::<Cuckoo>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| rdb::save(cf, &mut IoWriter(rdb))));
-}
-
-/// Emits the filter as RedisBloom's rewrite does: `CF.LOADCHUNK key 1 <header>`, then one
-/// `CF.LOADCHUNK key <next> <bytes>` per chunk of the SCANDUMP walk (a whole sub-filter, or
-/// 16 MiB pieces of a bigger one). Unlike `CF.SCANDUMP`, a filter with no items is written
-/// too: its header and its (zero) tables.
-unsafe extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: as in rdb_save.
-    let cf = unsafe { &*value.cast::<Cuckoo>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        emit_loadchunk(aof, c"CF.LOADCHUNK", key, 1, &encode_header(cf));
-        let mut pos = 1;
-        while let Scan::Chunk(next, data) = table_chunk(cf, pos) {
-            emit_loadchunk(aof, c"CF.LOADCHUNK", key, next, data);
-            pos = next;
-        }
-    }));
-}
-
-/// `DEBUG DIGEST(-VALUE)`: the SCANDUMP header, then each sub-filter's table, as one
-/// sequence (as the Bloom types digest).
-unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: as in rdb_save.
-    let cf = unsafe { &*value.cast::<Cuckoo>() };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        digest_filter(md, &encode_header(cf), cf.filters.iter().map(|f| f.data()))
-    }));
-}
-
-unsafe extern "C" fn free(value: *mut c_void) {
-    if !value.is_null() {
-        // SAFETY: the value was created with Box::into_raw(Box<Cuckoo>) by this module and
-        // Redis frees it exactly once.
-        let cf = unsafe { Box::from_raw(value.cast::<Cuckoo>()) };
-        stats::cuckoo_freed(&cf);
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            free_tables(cf.filters.into_vec(), &mut alloc::FreeBudget::new())
-        }));
-    }
-}
-
 /// Frees sub-filters' tables within `budget` ([`alloc::free_bit_array`]: big ones have their
 /// pages moved out and given back to the kernel by the module's background thread). Also
 /// for the sub-filters a deletion or compaction drops.
 pub fn free_tables(filters: Vec<SubFilter>, budget: &mut alloc::FreeBudget) {
     for f in filters {
         alloc::free_bit_array(f.into_data().into_vec(), budget);
-    }
-}
-
-/// Work to free a filter, in Redis' units (allocations): the filter, its sub-filter table and
-/// one per sub-filter, capped at Redis' lazyfree threshold (`free_effort_for`): freeing costs the calling thread a
-/// bounded amount whatever the size (see the Bloom type's `free_effort`), so Redis frees
-/// filters at once. Never 0.
-unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: as in rdb_save.
-    let cf = unsafe { &*value.cast::<Cuckoo>() };
-    free_effort_for(cf.filters.len())
-}
-
-/// Active defrag: offers the filter, its sub-filter table and each small table to
-/// `RedisModule_DefragAlloc` (which moves a block worth moving and returns null otherwise),
-/// counting hits and misses in `INFO bf`. Always done in one call (returns 0).
-unsafe extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its sub-filter
-    // slice and tables) by Redis' allocator through alloc::BfAlloc; no one else uses it during
-    // the call.
-    unsafe {
-        defrag_value::<Cuckoo, SubFilter>(ctx, value, |c| &mut c.filters, |f| f.table_to_move())
     }
 }
 
@@ -188,5 +109,54 @@ impl FilterValue for Cuckoo {
     }
     fn count_created(&self) {
         stats::cuckoo_created(self)
+    }
+    fn load(io: &mut IoReader, encver: c_int) -> Result<Cuckoo, DecodeError> {
+        rdb::load(io, encver)
+    }
+    fn save(&self, io: &mut IoWriter) {
+        rdb::save(self, io)
+    }
+    /// Emits the filter as RedisBloom's rewrite does: `CF.LOADCHUNK key 1 <header>`, then one
+    /// `CF.LOADCHUNK key <next> <bytes>` per chunk of the SCANDUMP walk (a whole sub-filter, or
+    /// 16 MiB pieces of a bigger one). Unlike `CF.SCANDUMP`, a filter with no items is written
+    /// too: its header and its (zero) tables.
+    fn rewrite(&self, aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString) {
+        emit_loadchunk(aof, c"CF.LOADCHUNK", key, 1, &encode_header(self));
+        let mut pos = 1;
+        while let Scan::Chunk(next, data) = table_chunk(self, pos) {
+            emit_loadchunk(aof, c"CF.LOADCHUNK", key, next, data);
+            pos = next;
+        }
+    }
+    /// `DEBUG DIGEST(-VALUE)`: the SCANDUMP header, then each sub-filter's table, as one
+    /// sequence (as the Bloom types digest).
+    fn digest(&self, md: *mut raw::RedisModuleDigest) {
+        digest_filter(
+            md,
+            &encode_header(self),
+            self.filters.iter().map(|f| f.data()),
+        )
+    }
+    fn free(self) {
+        stats::cuckoo_freed(&self);
+        free_tables(self.filters.into_vec(), &mut alloc::FreeBudget::new())
+    }
+    /// Work to free a filter, in Redis' units (allocations): the filter, its sub-filter table
+    /// and one per sub-filter, capped at Redis' lazyfree threshold (`free_effort_for`): freeing
+    /// costs the calling thread a bounded amount whatever the size (see the Bloom type's
+    /// `free_effort_of`), so Redis frees filters at once. Never 0.
+    fn free_effort(&self) -> usize {
+        free_effort_for(self.filters.len())
+    }
+    /// Active defrag: offers the filter, its sub-filter table and each small table to
+    /// `RedisModule_DefragAlloc` (which moves a block worth moving and returns null otherwise),
+    /// counting hits and misses in `INFO bf`. Always done in one call (returns 0).
+    unsafe fn defrag(ctx: *mut raw::RedisModuleDefragCtx, value: *mut *mut c_void) -> c_int {
+        // SAFETY: `*value` is the boxed Cuckoo this module created, allocated (like its
+        // sub-filter slice and tables) by Redis' allocator through alloc::BfAlloc; no one else
+        // uses it during the call.
+        unsafe {
+            defrag_value::<Cuckoo, SubFilter>(ctx, value, |c| &mut c.filters, |f| f.table_to_move())
+        }
     }
 }
