@@ -192,13 +192,58 @@ struct Shared {
     committed: AtomicU64,
     /// The last round whose swap (or in-place rebuild) was sent.
     started: AtomicU64,
-    /// Odd while the job stages, builds or swaps; bumped at each start and end.
-    work: AtomicU64,
+    /// What the job is doing: `changes × 4 + phase` ([`Phase`]), so a reader can tell which
+    /// phases a call overlapped.
+    phase: AtomicU64,
     /// Bumped by the job when it wants every reader to be answered once more.
     step: AtomicU64,
     /// Per reader: the `step` read at the start of its last answered call.
     seen: Vec<AtomicU64>,
     stop: AtomicBool,
+}
+
+/// What the job is doing, in the order it does it each round.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    /// Waiting for the next "hour" (or for the readers).
+    Idle = 0,
+    /// `DEL` and `RF.MADD` of the whole list.
+    Staging = 1,
+    /// `RF.BUILD`.
+    Building = 2,
+    /// `RENAME`.
+    Swapping = 3,
+}
+
+impl Phase {
+    /// The job's cycle with `RENAME`, and rebuilding in place (no swap).
+    const CYCLE: [Phase; 4] = [
+        Phase::Staging,
+        Phase::Building,
+        Phase::Swapping,
+        Phase::Idle,
+    ];
+    const IN_PLACE: [Phase; 3] = [Phase::Staging, Phase::Building, Phase::Idle];
+
+    /// The phase a call is counted in, from the `phase` word read before and after it: the
+    /// last of staging, building, swapping it overlapped (the job goes through `cycle` in
+    /// order), else idle.
+    fn of_call(before: u64, after: u64, cycle: &[Phase]) -> Phase {
+        let steps = (after >> 2).saturating_sub(before >> 2) as usize;
+        let first = cycle.iter().position(|&p| p as u64 == before & 3);
+        (0..=steps.min(cycle.len()))
+            .map(|k| cycle[(first.unwrap_or(0) + k) % cycle.len()])
+            .max_by_key(|&p| p as u8)
+            .unwrap_or(Phase::Idle)
+    }
+}
+
+impl Shared {
+    /// Publishes that the job now does `phase`.
+    fn enter(&self, phase: Phase) {
+        let changes = (self.phase.load(SeqCst) >> 2) + 1;
+        self.phase.store(changes << 2 | phase as u64, SeqCst);
+    }
 }
 
 /// One reader's tallies.
@@ -213,10 +258,8 @@ struct ReaderTally {
     absent_probes: u64,
     false_positives: u64,
     in_flux: u64,
-    /// Microseconds per answered call, calls that overlapped the job's work.
-    busy_us: Vec<u32>,
-    /// The same, calls that did not.
-    idle_us: Vec<u32>,
+    /// Microseconds per answered call, by [`Phase::of_call`].
+    waits_us: [Vec<u32>; 4],
 }
 
 fn reader(shared: &Shared, index: usize, cfg: &Config) -> Result<ReaderTally, RunError> {
@@ -242,11 +285,11 @@ fn reader(shared: &Shared, index: usize, cfg: &Config) -> Result<ReaderTally, Ru
         }
         let step = shared.step.load(SeqCst);
         let lo = shared.committed.load(SeqCst) as u32;
-        let w0 = shared.work.load(SeqCst);
+        let p0 = shared.phase.load(SeqCst);
         let t0 = Instant::now();
         let reply: redis::RedisResult<Vec<i64>> = cmd.query(&mut con);
         let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
-        let w1 = shared.work.load(SeqCst);
+        let p1 = shared.phase.load(SeqCst);
         let hi = shared.started.load(SeqCst) as u32;
         t.calls += 1;
         let answers = match reply {
@@ -263,11 +306,12 @@ fn reader(shared: &Shared, index: usize, cfg: &Config) -> Result<ReaderTally, Ru
                 continue;
             }
         };
-        if w0 % 2 == 1 || w1 != w0 {
-            t.busy_us.push(us);
+        let cycle: &[Phase] = if cfg.in_place {
+            &Phase::IN_PLACE
         } else {
-            t.idle_us.push(us);
-        }
+            &Phase::CYCLE
+        };
+        t.waits_us[Phase::of_call(p0, p1, cycle) as usize].push(us);
         for (&id, &answer) in ids.iter().zip(&answers) {
             match shared.lists.held(id, lo, hi) {
                 Held::All => {
@@ -350,9 +394,8 @@ pub struct Report {
     pub absent_probes: u64,
     pub false_positives: u64,
     pub in_flux: u64,
-    /// Calls that overlapped staging, a build or a swap, and the others.
-    pub busy: Waits,
-    pub idle: Waits,
+    /// The readers' calls by the job's phase they overlapped ([`Phase`] as index).
+    pub waits: [Waits; 4],
     /// `MEMORY USAGE` of a Bloom filter of the final list at the same ε.
     pub bloom_bytes: u64,
 }
@@ -412,10 +455,13 @@ impl Report {
                 .map(|e| format!(" (first: {e})"))
                 .unwrap_or_default()
         );
-        for (label, w) in [
-            ("during staging, builds and swaps", self.busy),
-            ("otherwise", self.idle),
+        for (label, phase) in [
+            ("during staging (RF.MADD)", Phase::Staging),
+            ("during RF.BUILD", Phase::Building),
+            ("during RENAME", Phase::Swapping),
+            ("otherwise", Phase::Idle),
         ] {
+            let w = self.waits[phase as usize];
             let _ = writeln!(
                 s,
                 "  wait per call {label}: {} calls, median {:.2} ms, p99 {:.2} ms, longest {:.2} ms",
@@ -510,7 +556,7 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         lists: Lists::generate(cfg.entries, cfg.rounds, cfg.churn),
         committed: AtomicU64::new(0),
         started: AtomicU64::new(0),
-        work: AtomicU64::new(0),
+        phase: AtomicU64::new(0),
         step: AtomicU64::new(0),
         seen: (0..cfg.readers).map(|_| AtomicU64::new(0)).collect(),
         stop: AtomicBool::new(false),
@@ -535,7 +581,7 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         previous.clone_from(&ids);
         let target = if cfg.in_place && r > 0 { LIST } else { NEXT };
 
-        shared.work.fetch_add(1, SeqCst);
+        shared.enter(Phase::Staging);
         if target == LIST {
             shared.started.store(u64::from(r), SeqCst);
         }
@@ -548,6 +594,7 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         send_batches(&mut con, "RF.MADD", target, &ids, cfg.stage_batch)?;
         let stage_s = t.elapsed().as_secs_f64();
         let staged_bytes = common::memory_usage(&mut con, target)?;
+        shared.enter(Phase::Building);
         let t = Instant::now();
         redis::cmd("RF.BUILD")
             .arg(target)
@@ -557,13 +604,14 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         let build_s = t.elapsed().as_secs_f64();
         let mut swap_ms = 0.0;
         if target == NEXT {
+            shared.enter(Phase::Swapping);
             shared.started.store(u64::from(r), SeqCst);
             let t = Instant::now();
             redis::cmd("RENAME").arg(NEXT).arg(LIST).exec(&mut con)?;
             swap_ms = t.elapsed().as_secs_f64() * 1000.0;
         }
         shared.committed.store(u64::from(r), SeqCst);
-        shared.work.fetch_add(1, SeqCst);
+        shared.enter(Phase::Idle);
         rounds.push(Round {
             entries: ids.len(),
             came_in: if r == 0 { ids.len() } else { came_in },
@@ -603,11 +651,10 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         absent_probes: 0,
         false_positives: 0,
         in_flux: 0,
-        busy: Waits::default(),
-        idle: Waits::default(),
+        waits: [Waits::default(); 4],
         bloom_bytes: 0,
     };
-    let (mut busy, mut idle) = (Vec::new(), Vec::new());
+    let mut waits: [Vec<u32>; 4] = Default::default();
     for handle in readers {
         let t = handle.join().map_err(|_| "a reader panicked")??;
         report.calls += t.calls;
@@ -619,11 +666,11 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         report.absent_probes += t.absent_probes;
         report.false_positives += t.false_positives;
         report.in_flux += t.in_flux;
-        busy.extend(t.busy_us);
-        idle.extend(t.idle_us);
+        for (all, one) in waits.iter_mut().zip(t.waits_us) {
+            all.extend(one);
+        }
     }
-    report.busy = Waits::of(busy);
-    report.idle = Waits::of(idle);
+    report.waits = waits.map(Waits::of);
 
     let last = shared.lists.list(cfg.rounds);
     redis::cmd("BF.RESERVE")

@@ -93,7 +93,9 @@ fn check_text(report: &Report, rounds: u32) {
     let rest = &lines[4 + rounds as usize..];
     let starts = [
         "readers: ",
-        "  wait per call during staging, builds and swaps: ",
+        "  wait per call during staging (RF.MADD): ",
+        "  wait per call during RF.BUILD: ",
+        "  wait per call during RENAME: ",
         "  wait per call otherwise: ",
         "  entries on the list asked: ",
         "  entries not on the list asked: ",
