@@ -585,22 +585,36 @@ pub fn run(cfg: &Config) -> Result<Report, RunError> {
         if target == LIST {
             shared.started.store(u64::from(r), SeqCst);
         }
-        redis::cmd("DEL").arg(target).exec(&mut con)?;
-        if target == LIST {
-            // The key is gone: make sure readers ask it now, as they would at any moment.
-            wait_readers(&shared, &readers);
-        }
-        let t = Instant::now();
-        send_batches(&mut con, "RF.MADD", target, &ids, cfg.stage_batch)?;
-        let stage_s = t.elapsed().as_secs_f64();
-        let staged_bytes = common::memory_usage(&mut con, target)?;
-        shared.enter(Phase::Building);
-        let t = Instant::now();
-        redis::cmd("RF.BUILD")
-            .arg(target)
-            .arg("ERROR")
-            .arg(cfg.error)
-            .exec(&mut con)?;
+        // A build whose key changed meanwhile (deleted or renamed, say by a second copy of the
+        // job) installs nothing: start the round over, a few times at most.
+        let mut attempts = 0;
+        let (stage_s, staged_bytes, t) = loop {
+            attempts += 1;
+            redis::cmd("DEL").arg(target).exec(&mut con)?;
+            if target == LIST {
+                // The key is gone: make sure readers ask it now, as they would at any moment.
+                wait_readers(&shared, &readers);
+            }
+            let t = Instant::now();
+            send_batches(&mut con, "RF.MADD", target, &ids, cfg.stage_batch)?;
+            let stage_s = t.elapsed().as_secs_f64();
+            let staged_bytes = common::memory_usage(&mut con, target)?;
+            shared.enter(Phase::Building);
+            let t = Instant::now();
+            let built = redis::cmd("RF.BUILD")
+                .arg(target)
+                .arg("ERROR")
+                .arg(cfg.error)
+                .exec(&mut con);
+            match built {
+                Ok(()) => break (stage_s, staged_bytes, t),
+                Err(e) if attempts < 3 && e.to_string().contains("the key changed") => {
+                    eprintln!("round {r}: {e}; starting the round over");
+                    shared.enter(Phase::Staging);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         let build_s = t.elapsed().as_secs_f64();
         let mut swap_ms = 0.0;
         if target == NEXT {
