@@ -131,10 +131,8 @@ impl Lists {
                 removed[out as usize] = r;
             }
             let first = entries + (r as usize - 1) * churn;
-            for id in first..first + churn {
-                added[id] = r;
-                current.push(id as u64);
-            }
+            added[first..first + churn].fill(r);
+            current.extend(first as u64..(first + churn) as u64);
         }
         Lists { added, removed }
     }
