@@ -2,16 +2,18 @@
 //! `pw-0000001`, …) held in a Ribbon filter, rebuilt every "hour" from the changed list and
 //! swapped in with `RENAME`, while reader connections keep asking it with `RF.MEXISTS`.
 //!
-//! Each round (an hour, compressed to `HOUR_MS` milliseconds) the job:
+//! Each round (an hour, compressed to [`Config::hour_ms`] milliseconds, 1000 by default) the
+//! job:
 //!
 //! 1. `DEL passwords:next`, then stages the whole current list there with pipelined
 //!    `RF.MADD passwords:next e1 … e10000`;
 //! 2. `RF.BUILD passwords:next ERROR ε` (built on the server's worker thread: this client
-//!    waits, the readers are served);
+//!    waits, the readers are served; if the key changed meanwhile, say by a second copy of
+//!    the job, it answers `ERR the key changed …` and the round starts over);
 //! 3. `RENAME passwords:next passwords` (atomic: a reader sees the old list or the new one).
 //!
-//! Round 0 builds the first list before the readers start; each later round takes `CHURN`
-//! entries out and puts `CHURN` new ones in. After each swap the job waits (polling, with a
+//! Round 0 builds the first list before the readers start; each later round takes
+//! [`Config::churn`] entries out and puts as many new ones in (1 % of the list by default). After each swap the job waits (polling, with a
 //! deadline) until every reader has been answered by a call that started after it, so every
 //! list is read.
 //!
@@ -23,7 +25,7 @@
 //! the call the key held some list `j` with `committed ≤ j ≤ started`. For each item asked:
 //!
 //! - in every list of that range: the answer must be 1 (a 0 is a **false negative**, counted
-//!   and fatal to the run);
+//!   and the program exits with 1);
 //! - in none of them (or never on any list): the answer is a false positive when 1, and counts
 //!   towards the measured rate;
 //! - in some of them (it came in or went out during the swap): either answer is right, and the
@@ -339,8 +341,9 @@ fn reader(shared: &Shared, index: usize, cfg: &Config) -> Result<ReaderTally, Ru
 pub struct Round {
     /// Entries on this round's list.
     pub entries: usize,
-    /// Entries new since the round before, and gone since.
+    /// Entries new since the round before (round 0: all of them).
     pub came_in: usize,
+    /// Entries gone since the round before.
     pub went_out: usize,
     /// Staging with `RF.MADD`, seconds.
     pub stage_s: f64,
@@ -357,7 +360,9 @@ pub struct Round {
 /// Latency figures of the readers' answered calls, microseconds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Waits {
+    /// Answered calls counted here.
     pub calls: u64,
+    /// Their median, 99th percentile and longest wait, microseconds (0 without calls).
     pub p50_us: u32,
     pub p99_us: u32,
     pub max_us: u32,
@@ -379,18 +384,26 @@ impl Waits {
 /// Everything a run measured.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// What was run.
     pub config: Config,
+    /// Round 0 (the first build) and each rebuild.
     pub rounds: Vec<Round>,
     /// Wall time of the readers' part (from their start to the last swap's being read), seconds.
     pub read_s: f64,
+    /// The readers' `RF.MEXISTS` calls, those not answered (an error or a short reply), and
+    /// the first such failure.
     pub calls: u64,
     pub failed_calls: u64,
     pub first_error: Option<String>,
+    /// Items asked that were on every list the key could hold, those answered 0, and the
+    /// first of them.
     pub member_probes: u64,
     pub false_negatives: u64,
     pub first_false_negative: Option<String>,
+    /// Items asked that were on none of those lists, and those answered 1.
     pub absent_probes: u64,
     pub false_positives: u64,
+    /// Items asked that came in or went out during the call's swap (not checked).
     pub in_flux: u64,
     /// The readers' calls by the job's phase they overlapped ([`Phase`] as index).
     pub waits: [Waits; 4],
