@@ -3,7 +3,8 @@
 # hostile input (test_check.py, no server), then identity with BF.MEXISTS on a live server
 # (test_check_identity.py, redis-py from the local .venv shared with run.sh), the Ribbon filter
 # checker against the Rust core's vectors (test_check_ribbon.py runs
-# core/examples/ribbon_vectors.rs: about 10 s of CPU for 1 007 601 items once built), then a
+# core/examples/ribbon_vectors.rs: about 10 s of CPU for 1 007 601 items once built) and against
+# RF.MEXISTS on a live server (test_check_ribbon_live.py: 1 030 000 probes of nine shapes), then a
 # `pip install` of the package folder into a throwaway venv. Builds the module if it is missing.
 #   clients/python/check_run.sh            all tests
 #   clients/python/check_run.sh --bench    the checks/s benchmark instead
@@ -16,7 +17,7 @@ cd "$here"
 if [ "${1:-}" = "--bench" ]; then
   exec .venv/bin/python bench_check.py
 fi
-.venv/bin/python -m unittest -v test_check test_check_identity test_check_cuckoo test_check_ribbon
+.venv/bin/python -m unittest -v test_check test_check_identity test_check_cuckoo test_check_ribbon test_check_ribbon_live
 # The folder installs with pip and imports without clients/python on the path.
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
