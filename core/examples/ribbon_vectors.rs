@@ -28,7 +28,8 @@
 //!
 //! The shapes: no items; one item; a few hundred; 1e5 items at 1 %, 0.1 % and 0.01 % (every
 //! one with fractional result bits: lower blocks of `r` columns, upper ones of `r + 1`); a rate
-//! that gives whole result bits (`2^−7 / 0.95`: no upper block); ε = 0.5 (one or two result
+//! just above 2^−7 (`2^−7 / 0.95`: with the shape aimed at 0.9 ε, blocks of 7 columns and about
+//! a tenth of 8, near-whole result bits); ε = 0.5 (one or two result
 //! bits: many false positives to agree on); and a crowded set whose item hashes all fall in
 //! the lowest 2^−10 of the hash range, so their rows start at the same slot and most of them
 //! are bumped (kept exactly).
