@@ -10,6 +10,7 @@
 #   window_value  window::decode_header and window::load (window filters' dump header and RDB value)
 #   batch         the batch checks and adds (interleaved lookups) against item by item
 #   ribbon_chunks ribbon::dump::Loader (RF.LOADCHUNK header and chunks) and build, copy round trips
+#   ribbon_rdb    ribbon::rdb::load (RDB load / RESTORE of a bf-ribbon value) and save/load round trips
 #
 # The seed corpus is generated from tests/data/golden-vectors.json (and, for window_value, real
 # window filters from the core's `window_seeds` example) by fuzz/make_seeds.py into
@@ -31,7 +32,7 @@ if ! [[ "$SECS" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
-TARGETS=(dump_header chunk_apply rdb_value args window_value batch cuckoo_rdb cuckoo_chunks ribbon_chunks)
+TARGETS=(dump_header chunk_apply rdb_value args window_value batch cuckoo_rdb cuckoo_chunks ribbon_chunks ribbon_rdb)
 
 if [ -d "${CARGO_HOME:-$HOME/.cargo}/bin" ]; then
   PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -11,8 +11,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redis_bf::bloom::ribbon::dump::{body_bytes, chunk_at, encode_header, ChunkError, Loader};
 use redis_bf::bloom::ribbon::dump::HEADER_BYTES;
+use redis_bf::bloom::ribbon::dump::{body_bytes, chunk_at, encode_header, ChunkError, Loader};
 use redis_bf::bloom::ribbon::{build, Ribbon};
 
 const MEMORY_BOUND: u64 = 16 << 20;

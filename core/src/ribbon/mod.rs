@@ -26,6 +26,7 @@
 mod build;
 mod bumped;
 pub mod dump;
+pub mod rdb;
 mod shape;
 
 pub use build::{build, BuildError, MAX_ITEMS};

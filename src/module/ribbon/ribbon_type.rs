@@ -15,9 +15,9 @@
 //! against 10 to 21 for a `HashSet<u64>` (whose walk is unordered: saving sorted would copy it).
 
 use crate::bloom::rdb::DecodeError;
-use crate::bloom::rdb::{ValueReader, ValueWriter};
 use crate::bloom::ribbon::dump::{self, Loader, HEADER_BYTES};
-use crate::bloom::ribbon::{Ribbon, MAX_ITEMS};
+use crate::bloom::ribbon::rdb::{self, Stored};
+use crate::bloom::ribbon::Ribbon;
 use crate::module::data_type::{
     self, digest_filter, emit_loadchunk, type_methods, FilterValue, IoReader, IoWriter, Lookup,
 };
@@ -26,26 +26,21 @@ use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
-use std::collections::BTreeSet;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The type's RDB encoding version.
-pub const ENCODING_VERSION: i32 = 1;
-
-/// The staged hashes of one key.
-pub type Staged = BTreeSet<u64>;
+pub use crate::bloom::ribbon::rdb::ENCODING_VERSION;
+pub use crate::bloom::ribbon::rdb::{
+    body_chunks, stage_bytes, staged_batches, Staged, STAGED_BATCH,
+};
 
 /// Bytes a staged item takes in its `BTreeSet<u64>`, as `MEMORY USAGE` counts it: 8 for the
 /// hash in nodes of 11 keys (104-byte leaves, 200-byte inner nodes, in 112- and 224-byte
 /// allocator classes) about two thirds full after random inserts; measured: `used_memory` grew
 /// by 16 bytes per item staging 3 × 1e5 items by RF.MADD batches of 1000.
 pub const STAGED_BYTES_PER_ITEM: u64 = 16;
-
-/// Hashes per string of a staging value's RDB form and per `RF.LOADCHUNK key 0` command of its
-/// AOF rewrite (512 KiB).
-pub const STAGED_BATCH: usize = 65_536;
 
 /// A build's ticket: shared by the staging value it started from and the build, which clears
 /// it when it ends (installed or not), so that the value — wherever it is then — is plain
@@ -223,126 +218,6 @@ pub fn drop_elsewhere<T: Send + 'static>(thing: T, bytes: u64) {
     d.ready.notify_one();
 }
 
-/// The staged hashes in ascending order, as little-endian bytes, [`STAGED_BATCH`] at a time.
-pub fn staged_batches(staged: &Staged) -> impl Iterator<Item = Vec<u8>> + '_ {
-    let mut it = staged.iter();
-    std::iter::from_fn(move || {
-        let batch: Vec<u8> = it
-            .by_ref()
-            .take(STAGED_BATCH)
-            .flat_map(|h| h.to_le_bytes())
-            .collect();
-        (!batch.is_empty()).then_some(batch)
-    })
-}
-
-/// Adds the hashes of `bytes` (little-endian u64s, `len % 8 == 0`) to `staged`, checking they
-/// continue ascending after `last` when `ascending`: how many were new, or `None` (a length
-/// not a multiple of 8, or out of order; the hashes before the fault are staged).
-pub fn stage_bytes(
-    staged: &mut Staged,
-    bytes: &[u8],
-    last: &mut Option<u64>,
-    ascending: bool,
-) -> Option<u64> {
-    if bytes.len() % 8 != 0 {
-        return None;
-    }
-    let mut added = 0;
-    for c in bytes.chunks_exact(8) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        let h = u64::from_le_bytes(b);
-        if ascending && last.is_some_and(|l| l >= h) {
-            return None;
-        }
-        *last = Some(h);
-        added += u64::from(staged.insert(h));
-    }
-    Some(added)
-}
-
-/// The RDB state tags.
-const STAGING: u64 = 0;
-const BUILT: u64 = 1;
-const LOADING: u64 = 2;
-
-/// Reads a string of exactly `len` bytes.
-fn read_exact(io: &mut IoReader, len: usize) -> Result<Vec<u8>, DecodeError> {
-    let b = io.read_bytes()?;
-    if b.len() != len {
-        return Err(DecodeError);
-    }
-    Ok(b)
-}
-
-/// A loader of `header` within the byte budget of `bf.max-filter-bytes`.
-fn loader_of(header: &[u8]) -> Result<Loader, DecodeError> {
-    let max = crate::module::config::max_filter_bytes();
-    Loader::new(header, max).map_err(|_| DecodeError)
-}
-
-fn load_value(io: &mut IoReader) -> Result<RibbonValue, DecodeError> {
-    match io.read_unsigned()? {
-        STAGING => {
-            let n = io.read_unsigned()?;
-            if n > MAX_ITEMS {
-                return Err(DecodeError);
-            }
-            let mut staged = Staged::new();
-            let mut last = None;
-            while (staged.len() as u64) < n {
-                let bytes = io.read_bytes()?;
-                let left = (n - staged.len() as u64) * 8;
-                if bytes.is_empty() || bytes.len() as u64 > left.min(STAGED_BATCH as u64 * 8) {
-                    return Err(DecodeError);
-                }
-                stage_bytes(&mut staged, &bytes, &mut last, true).ok_or(DecodeError)?;
-            }
-            Ok(RibbonValue::staging(staged))
-        }
-        BUILT => {
-            let mut loader = loader_of(&read_exact(io, HEADER_BYTES)?)?;
-            while !loader.is_complete() {
-                let chunk = io.read_bytes()?;
-                loader
-                    .apply(loader.next_position(), &chunk)
-                    .map_err(|_| DecodeError)?;
-            }
-            let ribbon = loader.finish().map_err(|_| DecodeError)?;
-            Ok(RibbonValue {
-                state: State::Built(ribbon),
-                ticket: None,
-            })
-        }
-        LOADING => {
-            let mut loader = loader_of(&read_exact(io, HEADER_BYTES)?)?;
-            let body = io.read_bytes()?;
-            if !body.is_empty() {
-                loader.apply(1, &body).map_err(|_| DecodeError)?;
-            }
-            if loader.is_complete() {
-                return Err(DecodeError);
-            }
-            Ok(RibbonValue {
-                state: State::Loading(Box::new(loader)),
-                ticket: None,
-            })
-        }
-        _ => Err(DecodeError),
-    }
-}
-
-/// The body chunks of a built filter, in order (`dump::chunk_at`'s walk).
-pub fn body_chunks(r: &Ribbon) -> impl Iterator<Item = (u64, Vec<u8>)> + '_ {
-    let mut position = 1;
-    std::iter::from_fn(move || {
-        let (next, data) = dump::chunk_at(r, position)?;
-        position = next;
-        Some((next, data))
-    })
-}
-
 /// A deep copy of a filter, its words allocated fallibly.
 fn try_clone_ribbon(r: &Ribbon) -> Option<Ribbon> {
     let mut words = Vec::new();
@@ -395,30 +270,24 @@ impl FilterValue for RibbonValue {
         stats::ribbon_add(self.footprint())
     }
     fn load(io: &mut IoReader, encver: c_int) -> Result<RibbonValue, DecodeError> {
-        if encver != ENCODING_VERSION {
-            return Err(DecodeError);
-        }
-        load_value(io)
+        let max = crate::module::config::max_filter_bytes();
+        let state = match rdb::load(io, encver, max)? {
+            Stored::Staging(s) => State::Staging(Arc::new(s)),
+            Stored::Built(r) => State::Built(r),
+            Stored::Loading(l) => State::Loading(Box::new(l)),
+        };
+        Ok(RibbonValue {
+            state,
+            ticket: None,
+        })
     }
     /// `docs/format.md` "Ribbon RDB value": a state tag, then the sorted staged hashes, the
     /// copy form, or a half copy.
     fn save(&self, io: &mut IoWriter) {
         match &self.state {
-            State::Staging(s) => {
-                io.write_unsigned(STAGING);
-                io.write_unsigned(s.len() as u64);
-                staged_batches(s).for_each(|b| io.write_bytes(&b));
-            }
-            State::Built(r) => {
-                io.write_unsigned(BUILT);
-                io.write_bytes(&dump::encode_header(r));
-                body_chunks(r).for_each(|(_, data)| io.write_bytes(&data));
-            }
-            State::Loading(l) => {
-                io.write_unsigned(LOADING);
-                io.write_bytes(&l.header());
-                io.write_bytes(&l.received_body());
-            }
+            State::Staging(s) => rdb::save_staging(s, io),
+            State::Built(r) => rdb::save_built(r, io),
+            State::Loading(l) => rdb::save_loading(l, io),
         }
     }
     /// Staging: `RF.LOADCHUNK key 0 <hashes>` per [`STAGED_BATCH`] hashes (one with no bytes
