@@ -522,14 +522,16 @@ fn replica_and_aof_replay_match_the_primary() {
 /// `DEBUG DIGEST-VALUE` and SCANDUMP walk are the same bytes after defrag as before.
 #[test]
 fn active_defrag_moves_small_filters_without_changing_them() {
-    // (prefix of the commands, the reserve arguments before the capacity, INFO bf count). A
-    // Ribbon filter is not reserved: every eighth is built from its item, the others staging.
+    // (prefix of the commands, the reserve arguments before the capacity, INFO bf count, the
+    // defrag hits awaited). A Ribbon filter is not reserved: every eighth is built from its
+    // item, the others staging; only its record is offered to defrag, one allocation a key
+    // (275 hits seen in 60 s on Redis 7.4, against 7558 for the Bloom filters).
     let kinds = [
-        ("BF", "0.01", "bf_filters"),
-        ("CF", "", "bf_cf_filters"),
-        ("RF", "", "bf_rf_filters"),
+        ("BF", "0.01", "bf_filters", 1000),
+        ("CF", "", "bf_cf_filters", 1000),
+        ("RF", "", "bf_rf_filters", 100),
     ];
-    for (kind, reserve_args, count) in kinds {
+    for (kind, reserve_args, count, hits) in kinds {
         let s = Server::start_with(
             &[],
             &[
@@ -602,7 +604,7 @@ fn active_defrag_moves_small_filters_without_changing_them() {
             return;
         }
         let deadline = Instant::now() + Duration::from_secs(60);
-        while info_num(&mut con, "bf", "bf_defrag_hits") < 1000 {
+        while info_num(&mut con, "bf", "bf_defrag_hits") < hits {
             assert!(
                 Instant::now() < deadline,
                 "{kind}: active defrag moved no filter: INFO bf {:?}, server hits {}",

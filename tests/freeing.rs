@@ -620,6 +620,8 @@ fn ribbon_values_are_freed_off_the_main_thread() {
             let copied: i64 = cmd("COPY kept k DB 0").query(&mut con).unwrap();
             assert_eq!(copied, 1);
             select(&mut con, 0);
+            // Nothing else pending (the staged set a build replaced).
+            wait_pending_zero(&mut con);
             let (used0, used1) = used_memory_across(&mut con, cmd(delete.as_slice()));
             let deadline = Instant::now() + Duration::from_secs(30);
             while info_num(&mut con, "memory", "lazyfree_pending_objects") > 0 {
@@ -642,6 +644,8 @@ fn ribbon_values_are_freed_off_the_main_thread() {
                 .map(|f| info_num(&mut con, "bf", f))
                 .collect();
             assert_eq!(rf, [1, RF_ITEMS], "{state}, {name}");
+            // The overwrite leaves a string.
+            let _: i64 = cmd("DEL k").query(&mut con).unwrap();
         }
         let _: () = cmd("FLUSHALL SYNC").query(&mut con).unwrap();
         wait_pending_zero(&mut con);
