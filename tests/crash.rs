@@ -516,6 +516,9 @@ fn acknowledged_adds_survive_kill_9() {
     );
 }
 
+/// Extra `--name value` configs of a server.
+type Configs<'a> = &'a [(&'a str, &'a str)];
+
 /// Items staged in the Ribbon key that is building at the crash: enough for a build of a few
 /// hundred milliseconds, so the kill lands while it runs.
 const RF_BUILD_ITEMS: u64 = 2_000_000;
@@ -527,7 +530,7 @@ const RF_BUILD_ITEMS: u64 = 2_000_000;
 #[test]
 fn a_crash_during_rf_build_leaves_the_key_staging() {
     // (persistence, configs, command run while the build runs before the kill)
-    let cases: &[(&str, &[(&str, &str)], Option<&str>)] = &[
+    let cases: &[(&str, Configs, Option<&str>)] = &[
         (
             "AOF",
             &[("appendonly", "yes"), ("appendfsync", "always")],
