@@ -483,9 +483,9 @@ impl FilterValue for RibbonValue {
     }
     /// Active defrag: offers the value's record (the boxed `RibbonValue`) to
     /// `RedisModule_DefragAlloc`, counting the hit or miss in `INFO bf`. The staged set's nodes
-    /// and a built filter's solution stay where they are (the solution is one large block,
-    /// which jemalloc does not move; the set's nodes are owned by `BTreeSet`, which offers no
-    /// way to move them). Always done in one call (returns 0).
+    /// and a built filter's solution stay where they are: `BTreeSet` and the core's `Ribbon`
+    /// own those blocks and offer no way to hand them over. Always done in one call (returns
+    /// 0).
     unsafe fn defrag(ctx: *mut raw::RedisModuleDefragCtx, value: *mut *mut c_void) -> c_int {
         // SAFETY: reading an API pointer set once by RedisModule_Init.
         let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
