@@ -418,6 +418,20 @@ def sc_rf_build(con, gib):
     return [("RF.BUILD", "big")]
 
 
+def sc_rf_staging_del(con, gib):
+    # DEL of 1e7 staged items (a B-tree of about 160 MB; independent of --gib): the value goes
+    # to the module's dropping thread, the main thread only hands it over.
+    rf_stage(con, "big", 10_000_000)
+    return [("DEL", "big")]
+
+
+def sc_rf_built_del(con, gib):
+    # DEL of a Ribbon filter built from 1e7 items (about 9 MB at 1 %; independent of --gib).
+    rf_stage(con, "big", 10_000_000)
+    con.call("RF.BUILD", "big")
+    return [("DEL", "big")]
+
+
 def report_fork(con):
     return "latest_fork_usec=%s" % info_field(con, "stats", "latest_fork_usec")
 
@@ -470,6 +484,8 @@ SCENARIOS = {
                           "%d x (CF.ADD + CF.DEL), a 4 GiB LOADCHUNK newest sub-filter of 2 items"
                           % CF_DEL_PAIRS),
     "rf-build": ([], sc_rf_build, "RF.BUILD of 1e7 items staged by RF.MADD x 1000"),
+    "rf-staging-del": ([], sc_rf_staging_del, "DEL of a Ribbon key staging 1e7 items"),
+    "rf-built-del": ([], sc_rf_built_del, "DEL of a Ribbon filter built from 1e7 items"),
     "cf-full-insert": ([], sc_cf_full_insert,
                        "CF.INSERT of 200 items into a full 2 x 255 filter, MAXITERATIONS 65535"),
 }

@@ -2,8 +2,8 @@
 //! (`used_memory` counts them at once, the resident set grows only as they are written) on
 //! every creation path (reserve, growth, a LOADCHUNK header), deletions leave `INFO bf` and
 //! `used_memory` right once the background thread gave the pages back, replicas and AOF
-//! replays of all of it end identical, and active defrag moves small filters of both types
-//! without changing them.
+//! replays of all of it end identical, and active defrag moves small filters of both types, and
+//! the records of Ribbon filters (built and staging), without changing them.
 //!
 //! Memory figures only (resident set, `used_memory`): stall times are measured by
 //! `bench/stall.py`, never asserted here.
@@ -522,9 +522,16 @@ fn replica_and_aof_replay_match_the_primary() {
 /// `DEBUG DIGEST-VALUE` and SCANDUMP walk are the same bytes after defrag as before.
 #[test]
 fn active_defrag_moves_small_filters_without_changing_them() {
-    // (prefix of the commands, the reserve arguments before the capacity, INFO bf count).
-    let kinds = [("BF", "0.01", "bf_filters"), ("CF", "", "bf_cf_filters")];
-    for (kind, reserve_args, count) in kinds {
+    // (prefix of the commands, the reserve arguments before the capacity, INFO bf count, the
+    // defrag hits awaited). A Ribbon filter is not reserved: every eighth is built from its
+    // item, the others staging; only its record is offered to defrag, one allocation a key
+    // (275 hits seen in 60 s on Redis 7.4, against 7558 for the Bloom filters).
+    let kinds = [
+        ("BF", "0.01", "bf_filters", 1000),
+        ("CF", "", "bf_cf_filters", 1000),
+        ("RF", "", "bf_rf_filters", 100),
+    ];
+    for (kind, reserve_args, count, hits) in kinds {
         let s = Server::start_with(
             &[],
             &[
@@ -538,6 +545,13 @@ fn active_defrag_moves_small_filters_without_changing_them() {
         let keys: Vec<String> = (0..40_000).map(|i| format!("user:{i}")).collect();
         let mut pipe = redis::pipe();
         for (i, k) in keys.iter().enumerate() {
+            if kind == "RF" {
+                let create = if i % 8 == 0 { "RF.BUILD" } else { "RF.ADD" };
+                let items = if i % 8 == 0 { " ITEMS" } else { "" };
+                pipe.add_command(common::cmd(format!("{create} {k}{items} first-{i}")))
+                    .ignore();
+                continue;
+            }
             pipe.add_command(common::cmd(format!(
                 "{kind}.RESERVE {k} {reserve_args} {}",
                 100 + i % 900
@@ -564,9 +578,12 @@ fn active_defrag_moves_small_filters_without_changing_them() {
         for batch in deleted.chunks(1000) {
             let _: i64 = redis::cmd("DEL").arg(batch).query(&mut con).unwrap();
         }
+        // The digest, and the SCANDUMP walk where every key has one (a staging Ribbon filter
+        // has none).
         let walk = format!("{kind}.SCANDUMP");
         let state = |con: &mut Connection, k: &str| {
-            (digest(con, k), scandump_with(con, &walk, k.as_bytes()))
+            let dump = (kind != "RF").then(|| scandump_with(con, &walk, k.as_bytes()));
+            (digest(con, k), dump)
         };
         let kept: Vec<&String> = keys.iter().step_by(4).collect();
         let before: Vec<_> = kept.iter().map(|k| state(&mut con, k)).collect();
@@ -587,7 +604,7 @@ fn active_defrag_moves_small_filters_without_changing_them() {
             return;
         }
         let deadline = Instant::now() + Duration::from_secs(60);
-        while info_num(&mut con, "bf", "bf_defrag_hits") < 1000 {
+        while info_num(&mut con, "bf", "bf_defrag_hits") < hits {
             assert!(
                 Instant::now() < deadline,
                 "{kind}: active defrag moved no filter: INFO bf {:?}, server hits {}",
@@ -621,6 +638,10 @@ fn active_defrag_moves_small_filters_without_changing_them() {
                 .query(&mut con)
                 .unwrap();
             assert_eq!(found, 1, "{kind}: {k} lost its item");
+            if kind == "RF" && i % 8 == 0 {
+                // Built: read-only.
+                continue;
+            }
             let added: i64 = redis::cmd(&format!("{kind}.ADD"))
                 .arg(k)
                 .arg("after")

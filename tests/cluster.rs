@@ -1,6 +1,7 @@
 //! Redis Cluster never loses an item: three primaries with the module,
 //! created with `redis-cli --cluster create`; a cluster client (the `redis` crate's
-//! `ClusterClient`) writes 1000 Bloom filters and 200 cuckoo filters spread over all slots (the
+//! `ClusterClient`) writes 1000 Bloom filters, 200 cuckoo filters and 40 Ribbon filters (half
+//! built by RF.BUILD, half left staging) spread over all slots (the
 //! cuckoo ones made by CF.RESERVE in two shapes, one small enough to grow sub-filters under the
 //! writes, or implicitly by CF.INSERT CAPACITY / CF.ADD); then slots holding filters move between the
 //! nodes three times with `redis-cli --cluster reshard` (MIGRATE, i.e. DUMP/RESTORE of the
@@ -10,7 +11,9 @@
 //! directly on the node that owns the key's slot (CLUSTER KEYSLOT + CLUSTER NODES), no other
 //! node holds keys of that slot, and every cuckoo filter is byte-identical (its CF.SCANDUMP
 //! walk) to a twin the core built from the acknowledged writes, so no add was lost or applied
-//! twice by a move. Also: COMMAND GETKEYS names the key of every BF and every CF command
+//! twice by a move; every Ribbon key, built or staging, shows its owner the very state, RF.CARD,
+//! `DEBUG DIGEST-VALUE` and RF.MEXISTS answers it had before the moves. Also: COMMAND GETKEYS
+//! names the key of every BF, every CF and every RF command
 //! (checked against `COMMAND LIST FILTERBY PATTERN`) and COMMAND INFO gives the (1, 1, 1) key
 //! triple and a key spec at index 1, so cluster clients route correctly.
 //!
@@ -23,8 +26,9 @@ use common::{cf_core_walk, cf_scandump_walk, cmd, slot_owners, Rng, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Connection, Value};
 use robust::{
-    assert_all_present, assert_present, cluster_client, cluster_ok, create_cluster, info_field,
-    raw, reshard, value_error, wait_until, CfShape, CfTwins, CfWrite, Expected,
+    assert_all_present, assert_present, assert_ribbon_as_made, cluster_client, cluster_ok,
+    create_cluster, info_field, raw, reshard, ribbon_create, ribbon_view, value_error, wait_until,
+    CfShape, CfTwins, CfWrite, Expected,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,6 +39,8 @@ const ITEMS_PER_FILTER: usize = 50;
 const SLOTS_PER_MOVE: usize = 1500;
 /// Cuckoo filters, created as [`cuckoo_writes`] says.
 const CF_FILTERS: usize = 200;
+/// Ribbon filters: the even ones built, the odd ones left staging ([`ribbon_key`]).
+const RIBBON: usize = 40;
 /// The small shape: 32 slots, then 64, 128, … as it grows.
 const SMALL_CF: CfShape = CfShape {
     capacity: 32,
@@ -53,6 +59,26 @@ fn item(i: usize, n: usize) -> Vec<u8> {
 
 fn cf_key(i: usize) -> Vec<u8> {
     format!("clc:{i}").into_bytes()
+}
+
+/// Ribbon filter `i`: its key, whether it is built (`i` even), and its staged items.
+fn ribbon_key(i: usize) -> (Vec<u8>, bool, Vec<Vec<u8>>) {
+    let items = (0..ITEMS_PER_FILTER)
+        .map(|n| format!("clr{i}:{n}").into_bytes())
+        .collect();
+    (format!("clr:{i}").into_bytes(), i % 2 == 0, items)
+}
+
+/// The probes of Ribbon filter `i`: its items, then as many never staged.
+fn ribbon_probes(i: usize) -> Vec<Vec<u8>> {
+    let (_, _, mut probes) = ribbon_key(i);
+    probes.extend((0..ITEMS_PER_FILTER).map(|n| format!("clrx{i}:{n}").into_bytes()));
+    probes
+}
+
+/// The node (index into `ports`) that `owners` ([`slot_owners`]) says owns `slot`.
+fn owner_of(ports: &[u16], owners: &[u16], slot: usize) -> usize {
+    ports.iter().position(|&p| p == owners[slot]).unwrap()
 }
 
 /// The writes that create cuckoo filter `i` and add its first items, by its shape (`i % 4`):
@@ -234,21 +260,29 @@ fn resharding_under_writes_keeps_every_item() {
             cuckoo_write(&mut con, &cf_key(i), &w, &mut twins, &mut expected);
         }
     }
+    for i in 0..RIBBON {
+        let (k, built, items) = ribbon_key(i);
+        ribbon_create(&mut con, &k, &items, built);
+        expected.insert(k, items);
+    }
     // Sub-filters of the small-shape filters before the writer starts.
     let small_before: Vec<usize> = (0..CF_FILTERS)
         .step_by(4)
         .map(|i| twins.0[&cf_key(i)].filters.len())
         .collect();
     let before = dbsizes(&nodes);
-    assert_eq!(before.iter().sum::<i64>(), (FILTERS + CF_FILTERS) as i64);
+    assert_eq!(
+        before.iter().sum::<i64>(),
+        (FILTERS + CF_FILTERS + RIBBON) as i64
+    );
     assert!(
         before.iter().all(|&n| n > 200),
         "filters spread over the nodes: {before:?}"
     );
     println!(
-        "{FILTERS} Bloom and {CF_FILTERS} cuckoo filters, {} items written through the cluster \
-         client; keys per node {before:?}",
-        (FILTERS + CF_FILTERS) * ITEMS_PER_FILTER
+        "{FILTERS} Bloom, {CF_FILTERS} cuckoo and {RIBBON} Ribbon filters, {} items written \
+         through the cluster client; keys per node {before:?}",
+        (FILTERS + CF_FILTERS + RIBBON) * ITEMS_PER_FILTER
     );
 
     // Reshard node0→node1, node2→node0, node0→node2 (redis-cli takes the lowest slots of the
@@ -262,15 +296,31 @@ fn resharding_under_writes_keeps_every_item() {
     };
     let mut moved_slots = 0;
     let mut sizes = vec![before.clone()];
-    // Slot of every original filter (Bloom, then cuckoo), and the owners of all slots before
-    // each step.
+    // Slot of every original filter (Bloom, cuckoo, then Ribbon), and the owners of all slots
+    // before each step.
     let mut direct0 = nodes[0].conn();
     let filter_slots: Vec<usize> = (0..FILTERS)
         .map(key)
         .chain((0..CF_FILTERS).map(cf_key))
+        .chain((0..RIBBON).map(|i| ribbon_key(i).0))
         .map(|k| cmd("CLUSTER KEYSLOT").arg(k).query(&mut direct0).unwrap())
         .collect();
+    let ribbon_slots = &filter_slots[FILTERS + CF_FILTERS..];
     let mut owners = slot_owners(&mut direct0);
+    // What every Ribbon key shows on its owner before the moves: built or staging as made,
+    // every item present, and on a staging key every other probe absent.
+    let mut direct: Vec<Connection> = nodes.iter().map(|n| n.conn()).collect();
+    let ribbon_before: Vec<_> = (0..RIBBON)
+        .map(|i| {
+            let (k, built, _) = ribbon_key(i);
+            let owner = owner_of(&ports, &owners, ribbon_slots[i]);
+            let view = ribbon_view(&mut direct[owner], &k, &ribbon_probes(i));
+            assert_ribbon_as_made(&view, built, ITEMS_PER_FILTER);
+            view
+        })
+        .collect();
+    // Ribbon filters (index) that moved at least once.
+    let mut ribbon_moved = std::collections::BTreeSet::new();
     let mut filters_moved = Vec::new();
     for (from, to) in [(0usize, 1usize), (2, 0), (0, 2)] {
         let t = Instant::now();
@@ -292,7 +342,11 @@ fn resharding_under_writes_keeps_every_item() {
         // Original filters (Bloom, cuckoo) whose slot went from `from` to `to` in this step.
         let went = |slot: &&usize| owners[**slot] == ports[from] && now[**slot] == ports[to];
         let moved_bloom = filter_slots[..FILTERS].iter().filter(went).count();
-        let moved_cuckoo = filter_slots[FILTERS..].iter().filter(went).count();
+        let moved_cuckoo = filter_slots[FILTERS..FILTERS + CF_FILTERS]
+            .iter()
+            .filter(went)
+            .count();
+        ribbon_moved.extend((0..RIBBON).filter(|&i| went(&&ribbon_slots[i])));
         owners = now;
         filters_moved.push((moved_bloom, moved_cuckoo));
         println!(
@@ -326,6 +380,12 @@ fn resharding_under_writes_keeps_every_item() {
         filters_moved.iter().all(|&(b, c)| b > 0 && c > 0),
         "(Bloom, cuckoo) filters moved per step: {filters_moved:?}"
     );
+    // Built and staging Ribbon filters moved.
+    let built_moved = ribbon_moved.iter().filter(|&&i| ribbon_key(i).1).count();
+    assert!(
+        built_moved > 0 && built_moved < ribbon_moved.len(),
+        "Ribbon filters moved: {ribbon_moved:?}"
+    );
     for (k, it) in written.acked {
         expected.entry(k).or_default().push(it);
     }
@@ -358,7 +418,6 @@ fn resharding_under_writes_keeps_every_item() {
     let mut con = client.get_connection().unwrap();
     let checked = assert_all_present(&mut con, "through the cluster client", &expected, 1000);
     // …and directly on the owner of the key's slot; no other node has keys in that slot.
-    let mut direct: Vec<Connection> = nodes.iter().map(|n| n.conn()).collect();
     let owners = slot_owners(&mut direct[0]);
     for (i, d) in direct.iter_mut().enumerate().skip(1) {
         assert_eq!(slot_owners(d), owners, "node{i} agrees on slot ownership");
@@ -366,7 +425,7 @@ fn resharding_under_writes_keeps_every_item() {
     let mut per_node = [0usize; 3];
     for (k, its) in &expected {
         let slot: usize = cmd("CLUSTER KEYSLOT").arg(k).query(&mut direct[0]).unwrap();
-        let owner = ports.iter().position(|&p| p == owners[slot]).unwrap();
+        let owner = owner_of(&ports, &owners, slot);
         per_node[owner] += 1;
         let exists: i64 = cmd("EXISTS").arg(k).query(&mut direct[owner]).unwrap();
         assert_eq!(exists, 1, "{} on its owner", String::from_utf8_lossy(k));
@@ -386,6 +445,23 @@ fn resharding_under_writes_keeps_every_item() {
             }
         }
     }
+    // Every Ribbon key shows its owner what it showed before the moves.
+    for (i, before) in ribbon_before.iter().enumerate() {
+        let (k, _, _) = ribbon_key(i);
+        let owner = owner_of(&ports, &owners, ribbon_slots[i]);
+        assert_eq!(
+            &ribbon_view(&mut direct[owner], &k, &ribbon_probes(i)),
+            before,
+            "{} after the moves",
+            String::from_utf8_lossy(&k)
+        );
+    }
+    println!(
+        "Ribbon: {} of {RIBBON} filters moved ({built_moved} built, {} staging), each with the \
+         same state, RF.CARD, DEBUG DIGEST-VALUE and RF.MEXISTS answers as before",
+        ribbon_moved.len(),
+        ribbon_moved.len() - built_moved
+    );
     let total: i64 = dbsizes(&nodes).iter().sum();
     assert_eq!(total as usize, expected.len());
     let twin_bytes: u64 = twins.0.values().map(|t| t.table_bytes()).sum();
@@ -549,4 +625,28 @@ fn every_cf_command_names_its_key() {
     ];
     let n = assert_every_command_names_its_key(&mut con, "cf.*", calls, &header);
     assert_eq!(n, 14, "all fourteen commands");
+}
+
+/// The same for every RF command.
+#[test]
+fn every_rf_command_names_its_key() {
+    let s = Server::start();
+    let mut con = s.conn();
+    let _: () = cmd("RF.BUILD gk ITEMS a b").query(&mut con).unwrap();
+    let (_, header): (i64, Vec<u8>) = cmd("RF.SCANDUMP gk 0").query(&mut con).unwrap();
+    let calls: &[&[&str]] = &[
+        &["RF.ADD", "{k}1", "item"],
+        &["RF.MADD", "{k}1", "a", "b"],
+        &["RF.BUILD", "{k}1"],
+        &["RF.BUILD", "{k}1", "ERROR", "0.001", "ITEMS", "a", "b"],
+        &["RF.EXISTS", "{k}1", "item"],
+        &["RF.MEXISTS", "{k}1", "a", "b"],
+        &["RF.CARD", "{k}1"],
+        &["RF.INFO", "{k}1"],
+        &["RF.INFO", "{k}1", "STATE"],
+        &["RF.SCANDUMP", "{k}1", "0"],
+        &["RF.LOADCHUNK", "{k}1", "1", "HEADER"],
+    ];
+    let n = assert_every_command_names_its_key(&mut con, "rf.*", calls, &header);
+    assert_eq!(n, 9, "all nine commands");
 }

@@ -14,6 +14,9 @@
 //! the dataset; after those, a rewrite that completes and one more restart. The orphaned fork
 //! child of a killed server is killed by its pid.
 //!
+//! Also a crash while RF.BUILD runs: the key is staging after the restart, from the AOF and from
+//! an RDB saved during the build.
+//!
 //! The seed of the crash moments is printed (`BF_CRASH_SEED=…`); set it to repeat a run.
 //! `BF_SOAK=1` runs 20 plain crashes instead of 3. Runs in ~5–10 s.
 
@@ -511,4 +514,94 @@ fn acknowledged_adds_survive_kill_9() {
         cf.deleted.len(),
         t0.elapsed()
     );
+}
+
+/// Extra `--name value` configs of a server.
+type Configs<'a> = &'a [(&'a str, &'a str)];
+
+/// Items staged in the Ribbon key that is building at the crash: enough for a build of a few
+/// hundred milliseconds, so the kill lands while it runs.
+const RF_BUILD_ITEMS: u64 = 2_000_000;
+
+/// A crash while RF.BUILD runs on its worker thread leaves the key staging after the restart,
+/// from the AOF (`appendfsync always`: the staged items were acknowledged, the build was not)
+/// and from an RDB written by `SAVE` while the build ran: the same set, every item present, and
+/// a new RF.BUILD then builds it.
+#[test]
+fn a_crash_during_rf_build_leaves_the_key_staging() {
+    // (persistence, configs, command run while the build runs before the kill)
+    let cases: &[(&str, Configs, Option<&str>)] = &[
+        (
+            "AOF",
+            &[("appendonly", "yes"), ("appendfsync", "always")],
+            None,
+        ),
+        ("RDB", &[], Some("SAVE")),
+    ];
+    for &(name, configs, during) in cases {
+        let t0 = Instant::now();
+        let mut s = Server::start_with(&[], configs);
+        let mut con = s.conn();
+        let item = |i: u64| format!("rfc:{i}").into_bytes();
+        for from in (0..RF_BUILD_ITEMS).step_by(20_000) {
+            let batch: Vec<Vec<u8>> = (from..from + 20_000).map(item).collect();
+            let _: Vec<i64> = common::cmd("RF.MADD")
+                .arg("rfk")
+                .arg(batch)
+                .query(&mut con)
+                .unwrap();
+        }
+        let mut builder = s.conn();
+        builder
+            .send_packed_command(&common::cmd("RF.BUILD rfk").get_packed_command())
+            .unwrap();
+        // The build runs once a write to the key is refused for it.
+        let mut polls = 0;
+        wait_until("RF.BUILD running", Duration::from_secs(30), || {
+            polls += 1;
+            let r = raw(&mut con, &common::cmd("RF.ADD rfk x"));
+            value_error(&r).as_deref() == Some("ERR RF.BUILD is running on this key")
+        });
+        let state: Vec<String> = common::cmd("RF.INFO rfk STATE").query(&mut con).unwrap();
+        assert_eq!(state, ["staging"], "{name}: while the build runs");
+        if let Some(c) = during {
+            let _: () = common::cmd(c).query(&mut con).unwrap();
+        }
+        s.kill();
+        assert!(
+            builder.recv_response().is_err(),
+            "{name}: the building client got no reply"
+        );
+        s.restart(&[]);
+        let mut con = s.conn();
+        let state: Vec<String> = common::cmd("RF.INFO rfk STATE").query(&mut con).unwrap();
+        assert_eq!(state, ["staging"], "{name}: after the restart");
+        let card: u64 = common::cmd("RF.CARD rfk").query(&mut con).unwrap();
+        assert_eq!(card, RF_BUILD_ITEMS, "{name}: the staged set");
+        // Every item present while staging, then in the filter a new RF.BUILD makes.
+        let sample: Vec<Vec<u8>> = (0..RF_BUILD_ITEMS).step_by(997).map(item).collect();
+        for want in ["staging", "built"] {
+            if want == "built" {
+                let ok: String = common::cmd("RF.BUILD rfk").query(&mut con).unwrap();
+                assert_eq!(ok, "OK", "{name}: a new build");
+            }
+            let state: Vec<String> = common::cmd("RF.INFO rfk STATE").query(&mut con).unwrap();
+            assert_eq!(state, [want], "{name}");
+            let present: Vec<i64> = common::cmd("RF.MEXISTS")
+                .arg("rfk")
+                .arg(&sample)
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(present, vec![1; sample.len()], "{name}: {want} items");
+        }
+        assert!(!s.log().contains("panicked"));
+        println!(
+            "{name}: killed while RF.BUILD of {RF_BUILD_ITEMS} items ran ({polls} polls until \
+             it ran{}); restarted staging with all {card} items, then built; {:?}",
+            during
+                .map(|c| format!(", {c} during it"))
+                .unwrap_or_default(),
+            t0.elapsed()
+        );
+    }
 }

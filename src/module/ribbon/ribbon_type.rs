@@ -1,6 +1,6 @@
 //! The Ribbon filter data type `bf-ribbon` (encoding version 1) and its callbacks (through
-//! `FilterValue`): RDB save/load, AOF rewrite, memory usage, copy, digest, free (big values
-//! on a background thread). `docs/format.md` ("Ribbon RDB value").
+//! [`FilterValue`]): RDB save/load, AOF rewrite, memory usage, copy, digest, free (big values
+//! on a background thread), active defrag of the record. `docs/format.md` ("Ribbon RDB value").
 //!
 //! A key holds a [`RibbonValue`]: **staging** (the set of staged items' 64-bit hashes,
 //! [`item_hash`](crate::bloom::ribbon::item_hash), which is what the built filter is made
@@ -18,15 +18,17 @@ use crate::bloom::rdb::DecodeError;
 use crate::bloom::ribbon::dump::{self, Loader, HEADER_BYTES};
 use crate::bloom::ribbon::rdb::{self, Stored};
 use crate::bloom::ribbon::Ribbon;
+use crate::module::alloc;
 use crate::module::data_type::{
-    self, digest_filter, emit_loadchunk, type_methods, FilterValue, IoReader, IoWriter, Lookup,
+    self, defrag_move, digest_filter, emit_loadchunk, type_methods, FilterValue, IoReader,
+    IoWriter, Lookup,
 };
 use crate::module::reply::Reply;
 use crate::module::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -135,8 +137,11 @@ impl RibbonValue {
 }
 
 /// The type, registered as `bf-ribbon`.
-pub static RIBBON_TYPE: RedisType =
-    RedisType::new("bf-ribbon", ENCODING_VERSION, type_methods!(RibbonValue));
+pub static RIBBON_TYPE: RedisType = RedisType::new(
+    "bf-ribbon",
+    ENCODING_VERSION,
+    type_methods!(RibbonValue, defrag),
+);
 
 /// Reads the Ribbon value of a key opened read-only.
 pub fn lookup(key: &RedisKey) -> Lookup<&RibbonValue> {
@@ -175,9 +180,12 @@ const DROP_ELSEWHERE_BYTES: u64 = 1 << 20;
 
 /// Drops `thing` (of about `bytes`) off the calling thread when it is big: on a thread of the
 /// module that only drops what it is sent, so that the main thread spends a bounded time.
+/// Until it is dropped, `bytes` count in `INFO bf`'s `bf_free_pending_bytes`
+/// ([`alloc::FREE_PENDING_BYTES`]), so a reader can wait for `used_memory` to have dropped.
 pub fn drop_elsewhere<T: Send + 'static>(thing: T, bytes: u64) {
     use std::sync::{Condvar, Mutex, OnceLock};
-    type Job = Box<dyn Send>;
+    /// A value to drop and the bytes it counts as pending.
+    type Job = (Box<dyn Send>, u64);
     /// What waits to be dropped, and whether the dropping thread runs. (A mutex and a
     /// condition variable: std's channels need 128-byte alignment, which Redis' allocator does
     /// not give.)
@@ -203,7 +211,10 @@ pub fn drop_elsewhere<T: Send + 'static>(thing: T, bytes: u64) {
                 }
                 let batch = std::mem::take(&mut jobs.0);
                 drop(jobs);
-                drop(batch);
+                for (job, bytes) in batch {
+                    drop(job);
+                    alloc::FREE_PENDING_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+                }
             })
             .is_ok();
         d.jobs.lock().unwrap_or_else(|e| e.into_inner()).1 = started;
@@ -214,7 +225,8 @@ pub fn drop_elsewhere<T: Send + 'static>(thing: T, bytes: u64) {
         drop(jobs);
         return drop(thing);
     }
-    jobs.0.push(Box::new(thing));
+    alloc::FREE_PENDING_BYTES.fetch_add(bytes, Ordering::Relaxed);
+    jobs.0.push((Box::new(thing), bytes));
     d.ready.notify_one();
 }
 
@@ -342,6 +354,27 @@ impl FilterValue for RibbonValue {
     /// takes the calling thread a bounded time.
     fn free_effort(&self) -> usize {
         1
+    }
+    /// Active defrag: offers the value's record (the boxed `RibbonValue`) to
+    /// `RedisModule_DefragAlloc`, counting the hit or miss in `INFO bf`. The staged set's nodes
+    /// and a built filter's solution stay where they are: `BTreeSet` and the core's `Ribbon`
+    /// own those blocks and offer no way to hand them over. Always done in one call (returns
+    /// 0).
+    unsafe fn defrag(ctx: *mut raw::RedisModuleDefragCtx, value: *mut *mut c_void) -> c_int {
+        // SAFETY: reading an API pointer set once by RedisModule_Init.
+        let Some(defrag_alloc) = (unsafe { raw::RedisModule_DefragAlloc }) else {
+            return 0;
+        };
+        // SAFETY: `ctx` is the live defrag context and `*value` the boxed RibbonValue this
+        // module created from Redis' allocator, handed to no one else during the call (a
+        // running build shares only the staged set behind its `Arc`, not the record). A moved
+        // record is a bitwise copy, so the new address simply replaces the old one.
+        unsafe {
+            if let Some(new) = defrag_move(defrag_alloc, ctx, *value) {
+                *value = new;
+            }
+        }
+        0
     }
 }
 
