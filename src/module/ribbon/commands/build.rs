@@ -171,13 +171,51 @@ fn run(staged: &Staged, rate: f64) -> Result<Ribbon, Reply> {
 
 /// A finished build: the filter and its `RF.SCANDUMP` body chunks `(next, bytes)`, made on the
 /// worker so that the main thread only hands them to replication.
-type Built = (Ribbon, Vec<(u64, Vec<u8>)>);
+type Built = (Ribbon, Vec<Chunk>);
+
+/// One body chunk of a finished build, copied into a Redis string on the thread that built it
+/// (a 1e8-item body is 87 MiB: copying it into fresh pages on the main thread, as the `b`
+/// format of `RM_Replicate` does, held the main thread about 100 ms), with the iterator that
+/// follows it. The main thread hands the string to `RM_Replicate` by reference (`s`).
+struct Chunk {
+    next: u64,
+    data: *mut raw::RedisModuleString,
+}
+
+impl Chunk {
+    fn new(next: u64, bytes: &[u8]) -> Chunk {
+        // SAFETY: RM_CreateString with a NULL context only allocates and copies `bytes` (valid
+        // for the call) into a new string object, which any thread may do; it is freed by Drop.
+        let data = unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                std::ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        };
+        Chunk { next, data }
+    }
+}
+
+// SAFETY: a Chunk owns its string alone until `install` replicates it on the main thread, and
+// is dropped there right after; only a Chunk never replicated is dropped on another thread.
+unsafe impl Send for Chunk {}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        // SAFETY: the string was created by RM_CreateString and this is its owner's only
+        // release; with a NULL context it is a plain reference count decrement.
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), self.data) };
+    }
+}
 
 /// Copies the hashes out of `staged`, builds, and cuts the body into chunks (on whatever
 /// thread calls it).
 fn run_and_cut(staged: &Staged, rate: f64) -> Result<Built, Reply> {
     let ribbon = run(staged, rate)?;
-    let chunks = body_chunks(&ribbon).collect();
+    let chunks = body_chunks(&ribbon)
+        .map(|(next, data)| Chunk::new(next, &data))
+        .collect();
     Ok((ribbon, chunks))
 }
 
@@ -194,11 +232,23 @@ fn install(ctx: &Context, v: &mut RibbonValue, built: Built, key: *mut raw::Redi
     let State::Built(r) = &v.state else { return };
     replicate_strings(ctx, c"DEL", &[&[key]]);
     replicate_chunk(ctx, key, 1, &dump::encode_header(r));
-    for (next, data) in &chunks {
-        replicate_chunk(ctx, key, *next, data);
+    for c in &chunks {
+        // SAFETY: as in replicate_chunk; format "sls" takes the key, a long long and the
+        // chunk's live string, whose reference Redis takes for its pending propagation.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                ctx.get_raw(),
+                c"RF.LOADCHUNK".as_ptr(),
+                c"sls".as_ptr(),
+                key,
+                c.next as std::os::raw::c_longlong,
+                c.data,
+            );
+        }
     }
-    let bytes = r.bytes();
-    drop_elsewhere(chunks, bytes);
+    // Released here, on the main thread: Redis still holds each string until it has
+    // propagated it, so only the reference count drops (no copy and no free of the bytes).
+    drop(chunks);
 }
 
 /// Replicates `RF.LOADCHUNK key iter data`.
