@@ -62,12 +62,21 @@ def stage(port, command, key, n):
     return time.perf_counter() - t0
 
 
-def bench(port, requests, pipeline, n, *args):
-    """ops/s of one redis-benchmark run (items drawn from 0 … 2n−1)."""
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-q", "--csv", "-n", str(requests),
-                          "-P", str(pipeline), "-r", str(2 * n)] + list(args),
+def main_thread_cpu(pid):
+    """Seconds the server's main thread has run on a CPU (/proc/PID/task/PID/schedstat)."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+        return int(f.read().split()[0]) / 1e9
+
+
+def bench(server, requests, pipeline, n, *args):
+    """(ops/s, ops per second of the server main thread's CPU time) of one redis-benchmark run
+    (items drawn from 0 … 2n−1)."""
+    cpu0 = main_thread_cpu(server.proc.pid)
+    out = subprocess.run(["redis-benchmark", "-p", str(server.port), "-q", "--csv", "-n",
+                          str(requests), "-P", str(pipeline), "-r", str(2 * n)] + list(args),
                          check=True, capture_output=True, text=True).stdout
-    return float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+    cpu = main_thread_cpu(server.proc.pid) - cpu0
+    return float(out.strip().splitlines()[-1].split(",")[1].strip('"')), requests / cpu
 
 
 def main():
@@ -109,26 +118,25 @@ def main():
                  ["RF.MEXISTS", "rf"] + args, ["BF.MEXISTS", "bf"] + args),
                 ("EXISTS P=32", 1, a.requests, 32, ["RF.EXISTS", "rf", "__rand_int__"],
                  ["BF.EXISTS", "bf", "__rand_int__"])]
-        print("\n%-22s %5s %14s %14s %8s" % ("command", "round", "RF items/s", "BF items/s", "RF/BF"))
+        print("\n%-22s %5s %12s %12s %7s %14s %14s %7s" % (
+            "items/s", "round", "RF", "BF", "RF/BF", "RF per CPU-s", "BF per CPU-s", "RF/BF"))
         summary = []
         for name, k, req, pipe, rf_cmd, bf_cmd in rows:
-            rf_all, bf_all, ratios = [], [], []
+            runs = []
             for rnd in range(a.rounds):
-                rf = bench(s.port, req, pipe, n, *rf_cmd) * k
-                bf = bench(s.port, req, pipe, n, *bf_cmd) * k
-                rf_all.append(rf)
-                bf_all.append(bf)
-                ratios.append(rf / bf)
-                print("%-22s %5d %14.0f %14.0f %8.2f" % (name, rnd + 1, rf, bf, rf / bf), flush=True)
-            summary.append((name, rf_all, bf_all, ratios))
+                rf, rf_cpu = bench(s, req, pipe, n, *rf_cmd)
+                bf, bf_cpu = bench(s, req, pipe, n, *bf_cmd)
+                runs.append((rf * k, bf * k, rf / bf, rf_cpu * k, bf_cpu * k, rf_cpu / bf_cpu))
+                print("%-22s %5d %12.0f %12.0f %7.2f %14.0f %14.0f %7.2f"
+                      % ((name, rnd + 1) + runs[-1]), flush=True)
+            summary.append((name, list(zip(*runs))))
         with open("/proc/loadavg") as f:
             load1 = " ".join(f.read().split()[:3])
-        print("\nmedians over %d rounds (min–max), load average %s at the end" % (a.rounds, load1))
-        for name, rf_all, bf_all, ratios in summary:
-            print("%-22s RF %6.2f M items/s (%.2f–%.2f)  BF %6.2f M (%.2f–%.2f)  RF/BF %.2f× (%.2f–%.2f)"
-                  % (name, statistics.median(rf_all) / 1e6, min(rf_all) / 1e6, max(rf_all) / 1e6,
-                     statistics.median(bf_all) / 1e6, min(bf_all) / 1e6, max(bf_all) / 1e6,
-                     statistics.median(ratios), min(ratios), max(ratios)))
+        print("\nmedians over %d rounds [min–max], load average %s at the end" % (a.rounds, load1))
+        for name, cols in summary:
+            m = ["%.3g [%.3g–%.3g]" % (statistics.median(c), min(c), max(c)) for c in cols]
+            print("%s: RF %s, BF %s items/s, RF/BF %s; per CPU-second RF %s, BF %s, RF/BF %s"
+                  % ((name,) + tuple(m)))
     finally:
         s.stop()
 
