@@ -231,20 +231,9 @@ fn install(ctx: &Context, v: &mut RibbonValue, built: Built, key: *mut raw::Redi
     });
     let State::Built(r) = &v.state else { return };
     replicate_strings(ctx, c"DEL", &[&[key]]);
-    replicate_chunk(ctx, key, 1, &dump::encode_header(r));
+    replicate_chunk(ctx, key, &Chunk::new(1, &dump::encode_header(r)));
     for c in &chunks {
-        // SAFETY: as in replicate_chunk; format "sls" takes the key, a long long and the
-        // chunk's live string, whose reference Redis takes for its pending propagation.
-        unsafe {
-            raw::RedisModule_Replicate.unwrap()(
-                ctx.get_raw(),
-                c"RF.LOADCHUNK".as_ptr(),
-                c"sls".as_ptr(),
-                key,
-                c.next as std::os::raw::c_longlong,
-                c.data,
-            );
-        }
+        replicate_chunk(ctx, key, c);
     }
     // Released here, on the main thread: Redis still holds each string until it has
     // propagated it, so only the reference count drops (no copy and no free of the bytes).
@@ -252,19 +241,18 @@ fn install(ctx: &Context, v: &mut RibbonValue, built: Built, key: *mut raw::Redi
 }
 
 /// Replicates `RF.LOADCHUNK key iter data`.
-fn replicate_chunk(ctx: &Context, key: *mut raw::RedisModuleString, iter: u64, data: &[u8]) {
-    // SAFETY: live context of a command or blocked-client reply callback; format "slb" takes
-    // the key (a live RedisModuleString), a long long and a (pointer, length) buffer valid for
-    // the call (Redis copies it).
+fn replicate_chunk(ctx: &Context, key: *mut raw::RedisModuleString, c: &Chunk) {
+    // SAFETY: live context of a command or blocked-client reply callback; format "sls" takes
+    // the key and the chunk's string (both live RedisModuleStrings; Redis takes a reference to
+    // the chunk's for its pending propagation, no copy) and a long long.
     unsafe {
         raw::RedisModule_Replicate.unwrap()(
             ctx.get_raw(),
             c"RF.LOADCHUNK".as_ptr(),
-            c"slb".as_ptr(),
+            c"sls".as_ptr(),
             key,
-            iter as std::os::raw::c_longlong,
-            data.as_ptr().cast::<c_char>(),
-            data.len(),
+            c.next as std::os::raw::c_longlong,
+            c.data,
         );
     }
 }
