@@ -11,7 +11,7 @@
    families' runs interleaved round by round; the ratio RF / BF per round.
 
 Standard library only. Usage: ribbon.py --module SO [--server redis-server] [--items N]
-    [--error E] [--rounds R] [--requests Q]  (Q: single-item commands per run; the ×1000 runs
+    [--error E] [--rounds R] [--requests Q] [--build-only]  (Q: single-item commands per run; the ×1000 runs
     send Q / 100 commands)
 """
 
@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--error", type=float, default=0.01)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--build-only", action="store_true",
+                    help="stage and build only (no Bloom filter, no queries)")
     a = ap.parse_args()
     n, eps = a.items, a.error
     with open("/proc/loadavg") as f:
@@ -100,9 +102,10 @@ def main():
         t = stage(s.port, b"RF.MADD", b"rf", n)
         assert con.call("RF.CARD", "rf") == n, "staged items were lost"
         print("RF.MADD x%d staging: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6), flush=True)
-        con.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
-        t = stage(s.port, b"BF.MADD", b"bf", n)
-        print("BF.MADD x%d filling: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6), flush=True)
+        if not a.build_only:
+            con.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
+            t = stage(s.port, b"BF.MADD", b"bf", n)
+            print("BF.MADD x%d filling: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6), flush=True)
         gap, took, lat, drss, events = probe(s, [("RF.BUILD", "rf", "ERROR", eps)])
         if "ERROR" in events:
             raise RuntimeError(events)
@@ -113,6 +116,8 @@ def main():
               % (took, n / took / 1e6, gap * 1e3, lat, events, drss / (1 << 20),
                  info["Bits per item"].decode()), flush=True)
         con.close()
+        if a.build_only:
+            return
         args = ["__rand_int__"] * BATCH
         rows = [("MEXISTS x%d P=1" % BATCH, BATCH, max(a.requests // 100, 20), 1,
                  ["RF.MEXISTS", "rf"] + args, ["BF.MEXISTS", "bf"] + args),

@@ -10,6 +10,7 @@
 #                                    1e8 needs about 6 GiB of memory and 3–6 minutes)
 # Env:   N=items  ERROR=rate  ROUNDS=n  REQUESTS=n (single-item commands per run; the x1000 runs
 #        send REQUESTS/100 commands)  SERVER=path (default redis-server)
+#        BUILD_ONLY=1 (stage and build only: the RF.BUILD time and PING gap, no Bloom filter)
 #        BF_MODULE=path (benchmark that build; otherwise this tree is built first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +23,4 @@ fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes')"
 exec python3 bench/ribbon.py --module "$MODULE" --server "${SERVER:-redis-server}" \
   --items "${N:-100000000}" --error "${ERROR:-0.01}" --rounds "${ROUNDS:-3}" \
-  --requests "${REQUESTS:-200000}"
+  --requests "${REQUESTS:-200000}" ${BUILD_ONLY:+--build-only}
