@@ -8,11 +8,13 @@
    gap between two PING replies, and `LATENCY LATEST` with `latency-monitor-threshold 1`).
 3. `RF.MEXISTS` × 1000 against `BF.MEXISTS` × 1000, then `RF.EXISTS` against `BF.EXISTS` at
    pipeline 32, by redis-benchmark with `-r 2n` (about half members, half absent), the two
-   families' runs interleaved round by round; the ratio RF / BF per round.
+   families' runs interleaved round by round; the ratio RF / BF per round, by redis-benchmark's
+   rate and by the server main thread's CPU time.
 
 Standard library only. Usage: ribbon.py --module SO [--server redis-server] [--items N]
-    [--error E] [--rounds R] [--requests Q] [--build-only]  (Q: single-item commands per run; the ×1000 runs
-    send Q / 100 commands)
+    [--error E] [--rounds R] [--requests Q] [--build-only]
+(Q: single-item commands per run; the ×1000 runs send Q / 100 commands; --build-only stops after
+the build.)
 """
 
 import argparse
@@ -105,7 +107,8 @@ def main():
         if not a.build_only:
             con.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
             t = stage(s.port, b"BF.MADD", b"bf", n)
-            print("BF.MADD x%d filling: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6), flush=True)
+            print("BF.MADD x%d filling: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6),
+                  flush=True)
         gap, took, lat, drss, events = probe(s, [("RF.BUILD", "rf", "ERROR", eps)])
         if "ERROR" in events:
             raise RuntimeError(events)
@@ -137,7 +140,8 @@ def main():
             summary.append((name, list(zip(*runs))))
         with open("/proc/loadavg") as f:
             load1 = " ".join(f.read().split()[:3])
-        print("\nmedians over %d rounds [min–max], load average %s at the end" % (a.rounds, load1))
+        print("\nmedians over %d rounds [min–max], load average %s at the end"
+              % (a.rounds, load1))
         for name, cols in summary:
             m = ["%.3g [%.3g–%.3g]" % (statistics.median(c), min(c), max(c)) for c in cols]
             print("%s: RF %s, BF %s items/s, RF/BF %s; per CPU-second RF %s, BF %s, RF/BF %s"
