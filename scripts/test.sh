@@ -154,6 +154,7 @@ step fuzz scripts/fuzz.sh 15
 echo "test.sh: benchmark smoke runs (not measurements)"
 step "criterion smoke" cargo bench --bench core --bench ribbon -- --test
 step "server bench smoke" env REQUESTS=2000 RUNS=1 LARGE_ITEMS=1000000 PERSIST_BYTES=$((16 << 20)) bench/server.sh
+step "ribbon bench smoke" env N=20000 REQUESTS=2000 ROUNDS=1 bench/ribbon.sh
 step "stall bench smoke" env GIB=0.02 ROUNDS=1 bench/stall.sh
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets --release -- -D warnings
