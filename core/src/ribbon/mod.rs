@@ -33,6 +33,11 @@ pub use build::{build, BuildError, MAX_ITEMS};
 pub use shape::{Shape, ShapeError, MAX_RESULT_BITS};
 
 use crate::hash::{murmur64a, SEED64};
+use prefetch_index::prefetch_index;
+
+/// How many items ahead of the one being answered [`Ribbon::contains_many`] requests the
+/// cache lines of (as the Bloom batch paths' prefetch distance).
+pub const QUERY_PREFETCH: usize = 8;
 use bumped::Bumped;
 
 /// The band width w in slots (bits of a coefficient row): every item's equation spans 128
@@ -223,6 +228,56 @@ impl Ribbon {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.solves(hash) || self.bumped.contains(hash)
+    }
+
+    /// [`Ribbon::contains`] for each of `items`, in order, each answer given to `answer`: the
+    /// same answers, faster on a filter larger than the caches. Software pipelining: the
+    /// cache lines an item's query reads (its start block's columns and the next block's) are
+    /// requested [`QUERY_PREFETCH`] items before it is answered, so that the misses of
+    /// several items overlap; each item is hashed once (a ring of hashes on the stack: the
+    /// batch allocates nothing).
+    pub fn contains_many<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        mut answer: impl FnMut(bool),
+    ) {
+        let mut items = items.into_iter();
+        let mut ring = [0u64; QUERY_PREFETCH];
+        let mut pending = 0;
+        for slot in ring.iter_mut() {
+            let Some(item) = items.next() else { break };
+            *slot = item_hash(item);
+            self.prefetch(*slot);
+            pending += 1;
+        }
+        let mut head = 0;
+        while pending > 0 {
+            let hash = ring[head];
+            match items.next() {
+                Some(item) => {
+                    ring[head] = item_hash(item);
+                    self.prefetch(ring[head]);
+                }
+                None => pending -= 1,
+            }
+            answer(self.contains_hash(hash));
+            head = (head + 1) % QUERY_PREFETCH;
+        }
+    }
+
+    /// Asks the CPU to start loading the solution's cache lines that the query of `hash`
+    /// reads, without waiting: a hint that changes nothing.
+    #[inline]
+    fn prefetch(&self, hash: u64) {
+        let starts = self.shape.slots() - WIDTH + 1;
+        let block = ((u128::from(hash) * u128::from(starts)) >> 64) as u64 / WIDTH;
+        let base = self.shape.word_offset(block) as usize;
+        let span = 2 * self.shape.columns_of(block) as usize;
+        // First and last word of this block's columns and of the next block's (a prefetch
+        // past the end is harmless: it never faults).
+        for at in [base, base + span - 1, base + span, base + 2 * span - 1] {
+            prefetch_index(&self.words, at);
+        }
     }
 
     /// Does the equation of the item whose hash is `hash` hold in the solution?

@@ -446,3 +446,36 @@ mod copies {
         }
     }
 }
+
+#[test]
+fn batch_answers_are_the_item_by_item_answers() {
+    // Batches shorter than, equal to and longer than the prefetch ring, members and strangers
+    // interleaved, on filters with and without upper blocks.
+    for (n, error_rate) in [(20_000, 0.01), (3_000, 0.001), (500, 0.5)] {
+        let (set, ribbon) = built("batch", n, error_rate);
+        let strangers = items("batch-stranger", n);
+        let mixed: Vec<&[u8]> = set
+            .iter()
+            .zip(&strangers)
+            .flat_map(|(a, b)| [a.as_slice(), b.as_slice()])
+            .collect();
+        for len in [
+            0,
+            1,
+            QUERY_PREFETCH - 1,
+            QUERY_PREFETCH,
+            QUERY_PREFETCH + 1,
+            1000,
+            mixed.len(),
+        ] {
+            let batch = &mixed[..len];
+            let mut got = Vec::with_capacity(len);
+            ribbon.contains_many(batch.iter().copied(), |b| got.push(b));
+            let want: Vec<bool> = batch.iter().map(|i| ribbon.contains(i)).collect();
+            assert_eq!(got, want, "n={n} ε={error_rate} len={len}");
+        }
+        let mut found = 0;
+        ribbon.contains_many(set.iter().map(Vec::as_slice), |b| found += u64::from(b));
+        assert_eq!(found, n, "no false negative in a batch");
+    }
+}

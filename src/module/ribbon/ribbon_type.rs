@@ -126,6 +126,21 @@ impl RibbonValue {
         }
     }
 
+    /// [`RibbonValue::contains_hash`] of each of `items` in order, given to `answer`; a built
+    /// filter answers the batch with its lines prefetched ([`Ribbon::contains_many`]).
+    pub fn contains_many<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        mut answer: impl FnMut(bool),
+    ) {
+        match &self.state {
+            State::Built(r) => r.contains_many(items, answer),
+            _ => items
+                .into_iter()
+                .for_each(|i| answer(self.contains_hash(crate::bloom::ribbon::item_hash(i)))),
+        }
+    }
+
     /// `[filters, items, bytes]` this value adds to the `INFO bf` Ribbon counters.
     pub fn footprint(&self) -> [i64; 3] {
         [

@@ -41,9 +41,7 @@ pub fn rf_mexists(ctx: &Context, args: &[Arg]) -> Reply {
         |key, items| match lookup(key).found() {
             None => false,
             Some(v) => {
-                for item in items {
-                    send_bool(ctx, v.contains_hash(item_hash(item.as_slice())));
-                }
+                v.contains_many(items.iter().map(Arg::as_slice), |b| send_bool(ctx, b));
                 true
             }
         },
