@@ -33,11 +33,19 @@ BATCH = 1000
 
 
 def stage(port, command, key, n):
-    """Sends `command key item…` for items 0 … n−1 in batches of BATCH, pipelined (one thread
-    sends, this one reads); every reply must be an array of the batch's size (an error reply
-    breaks the count and is raised). Returns the seconds it took."""
+    """Sends `command key item…` for items 0 … n−1 (see `batched`). Returns the seconds it
+    took."""
+    return batched(port, command, key, 0, n)[0]
+
+
+def batched(port, command, key, start, count):
+    """Sends `command key item…` for the items `%012d` of start … start + count − 1 in batches
+    of BATCH, pipelined (one thread sends, this one reads); every reply must be an array of the
+    batch's size of integers (an error reply breaks the count and is raised). Returns the
+    seconds it took and how many of the answers were 1."""
     con = Conn(port)
-    batches = [(s, min(n, s + BATCH)) for s in range(0, n, BATCH)]
+    end = start + count
+    batches = [(s, min(end, s + BATCH)) for s in range(start, end, BATCH)]
     head = b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(command), command, len(key), key)
 
     def sender():
@@ -50,18 +58,20 @@ def stage(port, command, key, n):
     t.start()
     sizes = [(e - s, len(b"*%d\r\n" % (e - s)) + 4 * (e - s)) for s, e in batches]
     buf = b""
-    for count, size in sizes:
+    ones = 0
+    for items, size in sizes:
         while len(buf) < size:
             chunk = con.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError("server closed the connection")
             buf += chunk
         reply, buf = buf[:size], buf[size:]
-        if not reply.startswith(b"*%d\r\n" % count):
+        if not reply.startswith(b"*%d\r\n" % items):
             raise RuntimeError("%s: %r" % (command.decode(), reply[:200]))
+        ones += reply.count(b":1\r\n")
     t.join()
     con.close()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, ones
 
 
 def main_thread_cpu(pid):
