@@ -369,6 +369,11 @@ fn info_in_resp2_and_resp3() {
         };
         assert_eq!(q(&["RF.EXISTS", "k", "a"]), t);
         assert_eq!(q(&["RF.EXISTS", "k", "z"]), f);
+        // Add replies too (as BF.ADD / BF.MADD): a new item true, a staged one false.
+        let new_key = format!("add-{resp3}");
+        assert_eq!(q(&["RF.ADD", &new_key, "a"]), t);
+        assert_eq!(q(&["RF.ADD", &new_key, "a"]), f);
+        assert_eq!(q(&["RF.MADD", &new_key, "a", "b"]), format!("*2\r\n{f}{t}"));
         assert_eq!(q(&["RF.EXISTS", "nokey", "z"]), f);
         assert_eq!(q(&["RF.MEXISTS", "k", "a", "z"]), format!("*2\r\n{t}{f}"));
         assert_eq!(q(&["RF.CARD", "k"]), ":3\r\n");

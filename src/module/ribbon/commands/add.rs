@@ -14,7 +14,7 @@ use crate::bloom::ribbon::item_hash;
 use crate::module::args::Arg;
 use crate::module::data_type::{FilterValue, Lookup};
 use crate::module::memory;
-use crate::module::reply::{send, send_array_header, Reply, WRONGTYPE};
+use crate::module::reply::{send_array_header, send_bool, Reply, WRONGTYPE};
 use crate::module::ribbon::ribbon_type::{
     lookup_mut, store_new, tracked, RibbonValue, Staged, State, STAGED_BYTES_PER_ITEM,
 };
@@ -130,13 +130,13 @@ fn add_items(ctx: &Context, args: &[Arg], who: Stager) -> Reply {
     let reply = match who {
         Stager::Add => {
             stage(v, items, |n| changed = n);
-            Reply::Int(i64::from(changed))
+            Reply::Bool(changed)
         }
         _ => {
             send_array_header(ctx, items.len());
             stage(v, items, |n| {
                 changed |= n;
-                send(ctx, &Reply::Int(i64::from(n)))
+                send_bool(ctx, n)
             });
             Reply::Sent
         }
