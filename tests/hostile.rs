@@ -3087,12 +3087,20 @@ fn ribbon_hostile_payloads_are_refused() {
             Some(BAD_DATA),
             "bumped hashes out of order"
         );
-        // The half-loaded key is dropped, or answers no false "no".
-        let gone = cmd("EXISTS bumpy").query::<i64>(&mut con).unwrap() == 0;
+        // Refused whole: the copy is as it was (still loading, answering no membership),
+        // so a primary and its replicas stay alike; the right last chunk then completes it.
+        let state: Vec<String> = cmd("RF.INFO bumpy STATE").query(&mut con).unwrap();
+        assert_eq!(state, ["loading"], "a refused last chunk changed the copy");
         let e = robust::raw(&mut con, &cmd("RF.EXISTS bumpy b:0"));
+        assert_ne!(e, Value::Int(0), "a half copy answered a false 0");
+        let _: () = cmd("RF.LOADCHUNK bumpy")
+            .arg(last_iter)
+            .arg(&last[..])
+            .query(&mut con)
+            .unwrap();
         assert!(
-            gone || e != Value::Int(0),
-            "a refused last chunk left a key answering 0"
+            common::rf_scandump(&mut con, b"bumpy") == walk,
+            "the copy completed after a refused last chunk differs"
         );
     } else {
         panic!(

@@ -119,6 +119,8 @@ pub enum ChunkError {
     Bumped,
     /// [`Loader::finish`] before the whole body arrived.
     Incomplete,
+    /// Memory cannot hold the chunk.
+    TooLarge,
 }
 
 /// What a header says of the filter besides its body.
@@ -138,13 +140,33 @@ pub struct Loader {
     bumped: Vec<u64>,
     /// Body bytes received.
     received: u64,
+    /// Words of the solution and bumped hashes the header announces (`words` and `bumped`
+    /// grow towards them as chunks arrive).
+    words_total: u64,
+    bumped_total: u64,
+}
+
+/// Grows `v` to `len` elements (zeros), its allocation at most twice what is needed and never
+/// past `total` (so what a copy holds is bounded by the bytes it received); `Err` when memory
+/// cannot hold it (a fallible, non-zeroed allocation: never an abort).
+fn grow(v: &mut Vec<u64>, len: u64, total: u64) -> Result<(), ()> {
+    let len = len.min(total) as usize;
+    if len <= v.len() {
+        return Ok(());
+    }
+    if len > v.capacity() {
+        let target = (v.capacity() as u64 * 2).clamp(len as u64, total) as usize;
+        v.try_reserve_exact(target - v.len()).map_err(|_| ())?;
+    }
+    v.resize(len, 0);
+    Ok(())
 }
 
 impl Loader {
-    /// Validates `header` and allocates the body (zeroed: large allocations stay unresident
-    /// until written). `max_bytes` bounds the body's size in bytes. Errors:
-    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`] — both before allocating — and
-    /// [`HeaderError::TooLarge`] too when the allocation fails.
+    /// Validates `header`; allocates nothing yet (the body's memory grows with the chunks
+    /// [`Loader::apply`] receives, so what a copy holds is bounded by the bytes it was sent,
+    /// whatever its header claims). `max_bytes` bounds the body's size in bytes. Errors:
+    /// [`HeaderError::Invalid`], [`HeaderError::TooLarge`].
     pub fn new(header: &[u8], max_bytes: u64) -> Result<Loader, HeaderError> {
         if header.len() != HEADER_BYTES || header[0] != VERSION {
             return Err(HeaderError::Invalid);
@@ -179,23 +201,24 @@ impl Loader {
             seed: u32_at(37),
             items,
         };
-        // Zeroed and fallible: a header within `max_bytes` that memory cannot hold is refused
-        // (TooLarge) rather than aborting the process.
-        let zeroed = |n: u64| {
-            bytemuck::allocation::try_zeroed_vec::<u64>(n as usize)
-                .map_err(|()| HeaderError::TooLarge)
-        };
         Ok(Loader {
             meta,
-            words: zeroed(shape.words())?,
-            bumped: zeroed(bumped)?,
+            words: Vec::new(),
+            bumped: Vec::new(),
             received: 0,
+            words_total: shape.words(),
+            bumped_total: bumped,
         })
     }
 
     /// Body bytes of the filter: 8 per word and per bumped hash.
     pub fn body_bytes(&self) -> u64 {
-        (self.words.len() + self.bumped.len()) as u64 * 8
+        (self.words_total + self.bumped_total) * 8
+    }
+
+    /// Bytes the loader holds now: what it allocated for the body received so far.
+    pub fn allocated_bytes(&self) -> u64 {
+        (self.words.capacity() + self.bumped.capacity()) as u64 * 8
     }
 
     /// The position the next chunk must have (1-based).
@@ -207,7 +230,7 @@ impl Loader {
     /// [`Loader::apply`]ing them at position 1 to a new loader of the same header gives this
     /// loader back).
     pub fn received_body(&self) -> Vec<u8> {
-        let words = self.words.len() as u64;
+        let words = self.words_total;
         let mut out = Vec::with_capacity(self.received as usize);
         let mut at = 0;
         while at < self.received {
@@ -227,13 +250,7 @@ impl Loader {
     /// The header this loader was made from.
     pub fn header(&self) -> [u8; HEADER_BYTES] {
         let m = &self.meta;
-        header_of(
-            m.error_rate,
-            m.items,
-            &m.shape,
-            m.seed,
-            self.bumped.len() as u64,
-        )
+        header_of(m.error_rate, m.items, &m.shape, m.seed, self.bumped_total)
     }
 
     /// Items of the filter being loaded (the header's count).
@@ -248,8 +265,9 @@ impl Loader {
 
     /// Writes the chunk `data` at 1-based body position `position`, which must be
     /// [`Loader::next_position`]; when it completes the body, checks the bumped hashes.
-    /// Errors: [`ChunkError::Position`] (nothing written), [`ChunkError::Bumped`] (the body
-    /// is complete but not a filter; the loader should be dropped).
+    /// Errors, each leaving the loader as it was: [`ChunkError::Position`],
+    /// [`ChunkError::TooLarge`] (memory cannot hold the chunk), [`ChunkError::Bumped`] (the
+    /// chunk would complete a body that is not a filter).
     pub fn apply(&mut self, position: u64, data: &[u8]) -> Result<(), ChunkError> {
         let total = self.body_bytes();
         if position != self.next_position()
@@ -258,7 +276,19 @@ impl Loader {
         {
             return Err(ChunkError::Position);
         }
-        let words = self.words.len() as u64;
+        let end = (self.received + data.len() as u64).div_ceil(8);
+        let (words_before, bumped_before) = (self.words.len(), self.bumped.len());
+        grow(&mut self.words, end, self.words_total).map_err(|()| ChunkError::TooLarge)?;
+        if let Err(()) = grow(
+            &mut self.bumped,
+            end.saturating_sub(self.words_total),
+            self.bumped_total,
+        ) {
+            self.words.truncate(words_before);
+            return Err(ChunkError::TooLarge);
+        }
+        let received_before = self.received;
+        let words = self.words_total;
         let mut at = self.received;
         let mut rest = data;
         while !rest.is_empty() {
@@ -284,6 +314,11 @@ impl Loader {
         }
         self.received += data.len() as u64;
         if self.is_complete() && self.bumped.windows(2).any(|w| w[0] >= w[1]) {
+            // Refused as a whole: back to what was received before (the bytes written past it
+            // are rewritten by the next chunk).
+            self.received = received_before;
+            self.words.truncate(words_before);
+            self.bumped.truncate(bumped_before);
             return Err(ChunkError::Bumped);
         }
         Ok(())

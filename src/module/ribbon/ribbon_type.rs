@@ -270,7 +270,7 @@ impl FilterValue for RibbonValue {
         own + match &self.state {
             State::Staging(s) => s.len() as u64 * STAGED_BYTES_PER_ITEM,
             State::Built(r) => r.bytes() + HEADER_BYTES as u64,
-            State::Loading(l) => l.body_bytes() + HEADER_BYTES as u64,
+            State::Loading(l) => l.allocated_bytes() + HEADER_BYTES as u64,
         }
     }
     /// A copy is never building: a staging value copies its set, a loading one its bytes so

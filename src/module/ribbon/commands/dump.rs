@@ -95,13 +95,9 @@ pub fn rf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
         next => match lookup_mut(&key) {
             Lookup::WrongType => Err(Reply::Error(WRONGTYPE)),
             Lookup::Missing => Err(Reply::Error(NOT_FOUND)),
-            Lookup::Found(v) => match apply(v, next, data) {
-                Err(ChunkError::Bumped) => {
-                    let _ = key.delete();
-                    Err(Reply::Error(BAD_DATA))
-                }
-                r => r.map_err(|_| Reply::Error(BAD_DATA)),
-            },
+            // A refused chunk changes nothing (the loader rolls back), so the key stays
+            // as it was on the primary and on every replica (refusals are not replicated).
+            Lookup::Found(v) => apply(v, next, data).map_err(|_| Reply::Error(BAD_DATA)),
         },
     };
     if let Err(e) = done {
@@ -167,13 +163,17 @@ fn create(
 /// A chunk ending before body position `next`, for a loading value; the last one makes it
 /// built.
 fn apply(v: &mut RibbonValue, next: u64, data: &[u8]) -> Result<(), ChunkError> {
-    let State::Loading(loader) = &mut v.state else {
-        return Err(ChunkError::Position);
-    };
     let position = next
         .checked_sub(data.len() as u64)
         .ok_or(ChunkError::Position)?;
-    loader.apply(position, data)?;
+    // The loader's memory grows with what it receives: INFO bf follows.
+    tracked(v, |v| match &mut v.state {
+        State::Loading(l) => l.apply(position, data),
+        _ => Err(ChunkError::Position),
+    })?;
+    let State::Loading(loader) = &v.state else {
+        return Err(ChunkError::Position);
+    };
     if loader.is_complete() {
         tracked(v, |v| {
             let State::Loading(l) = std::mem::replace(&mut v.state, State::Staging(Arc::default()))
