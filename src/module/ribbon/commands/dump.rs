@@ -97,7 +97,14 @@ pub fn rf_loadchunk(ctx: &Context, args: &[Arg]) -> Reply {
             Lookup::Missing => Err(Reply::Error(NOT_FOUND)),
             // A refused chunk changes nothing (the loader rolls back), so the key stays
             // as it was on the primary and on every replica (refusals are not replicated).
-            Lookup::Found(v) => apply(v, next, data).map_err(|_| Reply::Error(BAD_DATA)),
+            Lookup::Found(v) => apply(v, next, data).map_err(|e| {
+                if e == ChunkError::TooLarge {
+                    // A replicated or replayed chunk that memory cannot hold: abort rather
+                    // than diverge from the primary (returns for a client's command).
+                    memory::abort_diverging(ctx, "RF.LOADCHUNK", args[1].as_slice(), 0);
+                }
+                Reply::Error(BAD_DATA)
+            }),
         },
     };
     if let Err(e) = done {
