@@ -1,5 +1,5 @@
 //! The Ribbon filter data type `bf-ribbon` (encoding version 1) and its callbacks (through
-//! [`FilterValue`]): RDB save/load, AOF rewrite, memory usage, copy, digest, free (big values
+//! `FilterValue`): RDB save/load, AOF rewrite, memory usage, copy, digest, free (big values
 //! on a background thread), active defrag of the record. `docs/format.md` ("Ribbon RDB value").
 //!
 //! A key holds a [`RibbonValue`]: **staging** (the set of staged items' 64-bit hashes,
