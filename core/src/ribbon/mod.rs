@@ -273,41 +273,66 @@ impl Ribbon {
         let block = ((u128::from(hash) * u128::from(starts)) >> 64) as u64 / WIDTH;
         let base = self.shape.word_offset(block) as usize;
         let span = 2 * self.shape.columns_of(block) as usize;
-        // First and last word of this block's columns and of the next block's (a prefetch
-        // past the end is harmless: it never faults).
-        for at in [base, base + span - 1, base + span, base + 2 * span - 1] {
+        // Every cache line of this block's columns and of the next block's: a word every 64
+        // bytes from the first, and the last (a prefetch past the end is harmless: it never
+        // faults).
+        for at in (base..base + 2 * span).step_by(8) {
             prefetch_index(&self.words, at);
         }
+        prefetch_index(&self.words, base + 2 * span - 1);
     }
 
     /// Does the equation of the item whose hash is `hash` hold in the solution?
+    ///
+    /// Branch-free over the columns: the coefficient row is moved once into the frame of the
+    /// two blocks it spans (`c << shift` over the start block's 128 slots, `c >> (128 − shift)`
+    /// over the next block's), so that column `j`'s parity is the parity of four masked words,
+    /// and all the columns' parities are compared with the result row at once. (The same
+    /// answer as the window `(here >> shift) | (next << (128 − shift))` masked by `c`.)
     #[inline]
     fn solves(&self, hash: u64) -> bool {
         let row = Row::of(hash, &self.shape, self.seed);
         let block = row.start / WIDTH;
         let shift = (row.start % WIDTH) as u32;
-        let columns = self.shape.columns_of(block);
+        let columns = self.shape.columns_of(block) as usize;
         let base = self.shape.word_offset(block) as usize;
-        // The next block starts right after this one's columns; it has at least as many.
-        let next = base + 2 * columns as usize;
-        for j in 0..columns as usize {
-            let here = self.column(base + 2 * j);
-            let window = if shift == 0 {
-                here
-            } else {
-                (here >> shift) | (self.column(next + 2 * j) << (128 - shift))
-            };
-            let bit = (window & row.coefficients).count_ones() & 1;
-            if bit != (row.result >> j) & 1 {
-                return false;
+        let here_mask = row.coefficients << shift;
+        // A start in the last block is its first slot (shift 0): no next block is read then
+        // (its mask is zero, and `here` stands in for it).
+        let (next_mask, next) = if shift == 0 {
+            (0, base)
+        } else {
+            (row.coefficients >> (128 - shift), base + 2 * columns)
+        };
+        let masks = [
+            here_mask as u64,
+            (here_mask >> 64) as u64,
+            next_mask as u64,
+            (next_mask >> 64) as u64,
+        ];
+        let here = &self.words[base..base + 2 * columns];
+        let there = &self.words[next..next + 2 * columns];
+        // Eight columns at a time: each column's masked bits folded to a byte of the same
+        // parity, the eight bytes folded to one bit each, the bits gathered (a multiply
+        // moves bit 8·j to bit 56 + j) — no population count, which a CPU may lack.
+        let mut parities = 0u64;
+        for (group, (h, t)) in here.chunks(16).zip(there.chunks(16)).enumerate() {
+            let mut bytes = 0u64;
+            for (j, (h, t)) in h.chunks_exact(2).zip(t.chunks_exact(2)).enumerate() {
+                let mut x =
+                    (h[0] & masks[0]) ^ (h[1] & masks[1]) ^ (t[0] & masks[2]) ^ (t[1] & masks[3]);
+                x ^= x >> 32;
+                x ^= x >> 16;
+                x ^= x >> 8;
+                bytes |= (x & 0xff) << (8 * j);
             }
+            bytes ^= bytes >> 4;
+            bytes ^= bytes >> 2;
+            bytes ^= bytes >> 1;
+            bytes &= 0x0101_0101_0101_0101;
+            parities |= (bytes.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * group);
         }
-        true
-    }
-
-    #[inline]
-    fn column(&self, at: usize) -> u128 {
-        u128::from(self.words[at]) | u128::from(self.words[at + 1]) << 64
+        parities == u64::from(row.result) & ((1u64 << columns) - 1)
     }
 }
 

@@ -494,3 +494,45 @@ fn batch_answers_are_the_item_by_item_answers() {
         assert_eq!(found, n, "no false negative in a batch");
     }
 }
+
+/// The solution's answer for `hash` computed the plain way: the 128 slots from the start slot
+/// as one window per column, masked by the coefficient row, one parity per column.
+fn solves_by_window(ribbon: &Ribbon, hash: u64) -> bool {
+    let row = Row::of(hash, &ribbon.shape, ribbon.seed);
+    let (block, shift) = (row.start / WIDTH, (row.start % WIDTH) as u32);
+    let columns = ribbon.shape.columns_of(block) as usize;
+    let base = ribbon.shape.word_offset(block) as usize;
+    let column = |at: usize| u128::from(ribbon.words[at]) | u128::from(ribbon.words[at + 1]) << 64;
+    (0..columns).all(|j| {
+        let here = column(base + 2 * j);
+        let window = if shift == 0 {
+            here
+        } else {
+            (here >> shift) | (column(base + 2 * columns + 2 * j) << (128 - shift))
+        };
+        (window & row.coefficients).count_ones() & 1 == (row.result >> j) & 1
+    })
+}
+
+#[test]
+fn the_solution_answers_as_the_plain_window_computation() {
+    // Shapes of 1 to 30 columns (more than 8 and 16: several groups of parities), with and
+    // without upper blocks; members (all true) and strangers (true about ε of the time).
+    for (n, error_rate) in [(5_000, 0.5), (20_000, 0.01), (3_000, 0.0001), (2_000, 1e-9)] {
+        let (set, ribbon) = built("window", n, error_rate);
+        let strangers = items("window-stranger", 20_000);
+        let (mut agreed, mut yes) = (0, 0);
+        for item in set.iter().chain(&strangers) {
+            let hash = item_hash(item);
+            let want = solves_by_window(&ribbon, hash);
+            assert_eq!(ribbon.solves(hash), want, "n={n} ε={error_rate}");
+            agreed += 1;
+            yes += u64::from(want);
+        }
+        assert_eq!(agreed, n as usize + strangers.len());
+        assert!(
+            yes >= n - ribbon.bumped().len() as u64,
+            "members solve: n={n}"
+        );
+    }
+}

@@ -16,11 +16,11 @@ const EXISTS_LOADING: &str = "ERR RF.EXISTS: this Ribbon filter is being loaded 
 const MEXISTS_LOADING: &str = "ERR RF.MEXISTS: this Ribbon filter is being loaded by RF.LOADCHUNK; it answers once its last chunk has arrived";
 
 /// What a key still being loaded by `RF.LOADCHUNK` answers instead of a false "no".
-fn refusal(key: &RedisKey, command: &'static str) -> Option<Reply> {
+fn refusal(key: &RedisKey, error: &'static str) -> Option<Reply> {
     lookup(key)
         .found()
         .is_some_and(|v| v.is_loading())
-        .then_some(Reply::Error(command))
+        .then_some(Reply::Error(error))
 }
 
 /// RF.EXISTS.
