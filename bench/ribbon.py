@@ -11,9 +11,11 @@
    families' runs interleaved round by round; the ratio RF / BF per round, by redis-benchmark's
    rate and by the server main thread's CPU time. Last, the ceiling: `RF.MEXISTS` × 1000 on a
    missing key (the same parsing and replies, no filter asked) against `BF.MEXISTS` × 1000.
+   With --rb-module, RedisBloom's `BF.MEXISTS` × 1000 on its own server (the same binary, its
+   Bloom filter of the same items) against `RF.MEXISTS` × 1000.
 
 Standard library only. Usage: ribbon.py --module SO [--server redis-server] [--items N]
-    [--error E] [--rounds R] [--requests Q] [--build-only]
+    [--error E] [--rounds R] [--requests Q] [--build-only] [--rb-module SO]
 (Q: single-item commands per run; the ×1000 runs send Q / 100 commands; --build-only stops after
 the build.)
 """
@@ -102,11 +104,15 @@ def main():
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--build-only", action="store_true",
                     help="stage and build only (no Bloom filter, no queries)")
+    ap.add_argument("--rb-module", help="RedisBloom's module: also fill the same items into its "
+                    "BF.RESERVE … NONSCALING filter on a second server (same binary) and run its "
+                    "BF.MEXISTS x1000 against RF.MEXISTS")
     a = ap.parse_args()
     n, eps = a.items, a.error
     with open("/proc/loadavg") as f:
         load0 = " ".join(f.read().split()[:3])
     s = Server(a.server, os.path.abspath(a.module))
+    rb = None
     try:
         con = Conn(s.port)
         version = con.call("INFO", "server").decode().split("redis_version:")[1].split()[0]
@@ -133,22 +139,34 @@ def main():
         if a.build_only:
             return
         args = ["__rand_int__"] * BATCH
-        rows = [("MEXISTS x%d P=1" % BATCH, BATCH, max(a.requests // 100, 20), 1,
-                 ["RF.MEXISTS", "rf"] + args, ["BF.MEXISTS", "bf"] + args),
-                ("EXISTS P=32", 1, a.requests, 32, ["RF.EXISTS", "rf", "__rand_int__"],
-                 ["BF.EXISTS", "bf", "__rand_int__"]),
+        batches = max(a.requests // 100, 20)
+        rows = [("MEXISTS x%d P=1" % BATCH, BATCH, batches, 1,
+                 (s, ["RF.MEXISTS", "rf"] + args), (s, ["BF.MEXISTS", "bf"] + args)),
+                ("EXISTS P=32", 1, a.requests, 32, (s, ["RF.EXISTS", "rf", "__rand_int__"]),
+                 (s, ["BF.EXISTS", "bf", "__rand_int__"])),
                 # The ceiling: RF.MEXISTS on a missing key parses the same arguments and
                 # sends the same replies but asks no filter, so no query can beat it.
-                ("no key MEXISTS x%d" % BATCH, BATCH, max(a.requests // 100, 20), 1,
-                 ["RF.MEXISTS", "nokey"] + args, ["BF.MEXISTS", "bf"] + args)]
+                ("no key MEXISTS x%d" % BATCH, BATCH, batches, 1,
+                 (s, ["RF.MEXISTS", "nokey"] + args), (s, ["BF.MEXISTS", "bf"] + args))]
+        if a.rb_module:
+            rb = Server(a.server, os.path.abspath(a.rb_module))
+            rbc = Conn(rb.port)
+            rbc.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
+            rbc.close()
+            t = stage(rb.port, b"BF.MADD", b"bf", n)
+            print("RedisBloom BF.MADD x%d filling: %.1f s, %.2f M items/s"
+                  % (BATCH, t, n / t / 1e6), flush=True)
+            # "BF" in this row is RedisBloom's BF.MEXISTS on its own server.
+            rows.append(("vs RedisBloom x%d" % BATCH, BATCH, batches, 1,
+                         (s, ["RF.MEXISTS", "rf"] + args), (rb, ["BF.MEXISTS", "bf"] + args)))
         print("\n%-22s %5s %12s %12s %7s %14s %14s %7s" % (
             "items/s", "round", "RF", "BF", "RF/BF", "RF per CPU-s", "BF per CPU-s", "RF/BF"))
         summary = []
-        for name, k, req, pipe, rf_cmd, bf_cmd in rows:
+        for name, k, req, pipe, (rf_s, rf_cmd), (bf_s, bf_cmd) in rows:
             runs = []
             for rnd in range(a.rounds):
-                rf, rf_cpu = bench(s, req, pipe, n, *rf_cmd)
-                bf, bf_cpu = bench(s, req, pipe, n, *bf_cmd)
+                rf, rf_cpu = bench(rf_s, req, pipe, n, *rf_cmd)
+                bf, bf_cpu = bench(bf_s, req, pipe, n, *bf_cmd)
                 runs.append((rf * k, bf * k, rf / bf, rf_cpu * k, bf_cpu * k, rf_cpu / bf_cpu))
                 print("%-22s %5d %12.0f %12.0f %7.2f %14.0f %14.0f %7.2f"
                       % ((name, rnd + 1) + runs[-1]), flush=True)
@@ -163,6 +181,8 @@ def main():
                   % ((name,) + tuple(m)))
     finally:
         s.stop()
+        if rb:
+            rb.stop()
 
 
 if __name__ == "__main__":

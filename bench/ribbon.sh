@@ -12,6 +12,8 @@
 #        send REQUESTS/100 commands)  SERVER=path (default redis-server)
 #        BUILD_ONLY=1 (stage and build only: the RF.BUILD time and PING gap, no Bloom filter)
 #        BF_MODULE=path (benchmark that build; otherwise this tree is built first)
+#        RB_SO=path (RedisBloom's module: a second server with its Bloom filter of the same
+#                    items, its BF.MEXISTS x1000 against RF.MEXISTS x1000; same SERVER binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${BF_MODULE:-}" ]; then
@@ -23,4 +25,5 @@ fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core src || echo '+changes')"
 exec python3 bench/ribbon.py --module "$MODULE" --server "${SERVER:-redis-server}" \
   --items "${N:-100000000}" --error "${ERROR:-0.01}" --rounds "${ROUNDS:-3}" \
-  --requests "${REQUESTS:-200000}" ${BUILD_ONLY:+--build-only}
+  --requests "${REQUESTS:-200000}" ${BUILD_ONLY:+--build-only} \
+  ${RB_SO:+--rb-module "$RB_SO"}
