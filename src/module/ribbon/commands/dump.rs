@@ -173,23 +173,20 @@ fn apply(v: &mut RibbonValue, next: u64, data: &[u8]) -> Result<(), ChunkError> 
     let position = next
         .checked_sub(data.len() as u64)
         .ok_or(ChunkError::Position)?;
-    // The loader's memory grows with what it receives: INFO bf follows.
-    tracked(v, |v| match &mut v.state {
-        State::Loading(l) => l.apply(position, data),
-        _ => Err(ChunkError::Position),
-    })?;
-    let State::Loading(loader) = &v.state else {
-        return Err(ChunkError::Position);
-    };
-    if loader.is_complete() {
-        tracked(v, |v| {
-            let State::Loading(l) = std::mem::replace(&mut v.state, State::Staging(Arc::default()))
-            else {
-                return Err(ChunkError::Position);
-            };
-            v.state = State::Built(l.finish()?);
-            Ok(())
-        })?;
-    }
-    Ok(())
+    // The loader's memory grows with what it receives, and the last chunk makes it built:
+    // INFO bf follows both.
+    tracked(v, |v| {
+        let State::Loading(loader) = &mut v.state else {
+            return Err(ChunkError::Position);
+        };
+        loader.apply(position, data)?;
+        if loader.is_complete() {
+            if let State::Loading(l) =
+                std::mem::replace(&mut v.state, State::Staging(Arc::default()))
+            {
+                v.state = State::Built(l.finish()?);
+            }
+        }
+        Ok(())
+    })
 }
