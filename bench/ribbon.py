@@ -41,6 +41,17 @@ def stage(port, command, key, n):
     return batched(port, command, key, 0, n)[0]
 
 
+def fill_bloom(port, n, eps, who):
+    """`BF.RESERVE bf eps n NONSCALING` on the server at `port`, then the n items by `stage`;
+    prints how long the filling took, `who` naming the module."""
+    con = Conn(port)
+    con.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
+    con.close()
+    t = stage(port, b"BF.MADD", b"bf", n)
+    print("%sBF.MADD x%d filling: %.1f s, %.2f M items/s" % (who, BATCH, t, n / t / 1e6),
+          flush=True)
+
+
 def batched(port, command, key, start, count):
     """Sends `command key item…` for the items `%012d` of start … start + count − 1 in batches
     of BATCH, pipelined (one thread sends, this one reads); every reply must be an array of the
@@ -122,10 +133,7 @@ def main():
         assert con.call("RF.CARD", "rf") == n, "staged items were lost"
         print("RF.MADD x%d staging: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6), flush=True)
         if not a.build_only:
-            con.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
-            t = stage(s.port, b"BF.MADD", b"bf", n)
-            print("BF.MADD x%d filling: %.1f s, %.2f M items/s" % (BATCH, t, n / t / 1e6),
-                  flush=True)
+            fill_bloom(s.port, n, eps, "")
         gap, took, lat, drss, events = probe(s, [("RF.BUILD", "rf", "ERROR", eps)])
         if "ERROR" in events:
             raise RuntimeError(events)
@@ -150,12 +158,7 @@ def main():
                  (s, ["RF.MEXISTS", "nokey"] + args), (s, ["BF.MEXISTS", "bf"] + args))]
         if a.rb_module:
             rb = Server(a.server, os.path.abspath(a.rb_module))
-            rbc = Conn(rb.port)
-            rbc.call("BF.RESERVE", "bf", eps, max(n, 1), "NONSCALING")
-            rbc.close()
-            t = stage(rb.port, b"BF.MADD", b"bf", n)
-            print("RedisBloom BF.MADD x%d filling: %.1f s, %.2f M items/s"
-                  % (BATCH, t, n / t / 1e6), flush=True)
+            fill_bloom(rb.port, n, eps, "RedisBloom ")
             # "BF" in this row is RedisBloom's BF.MEXISTS on its own server.
             rows.append(("vs RedisBloom x%d" % BATCH, BATCH, batches, 1,
                          (s, ["RF.MEXISTS", "rf"] + args), (rb, ["BF.MEXISTS", "bf"] + args)))
