@@ -521,15 +521,13 @@ fn the_solution_answers_as_the_plain_window_computation() {
     for (n, error_rate) in [(5_000, 0.5), (20_000, 0.01), (3_000, 0.0001), (2_000, 1e-9)] {
         let (set, ribbon) = built("window", n, error_rate);
         let strangers = items("window-stranger", 20_000);
-        let (mut agreed, mut yes) = (0, 0);
+        let mut yes = 0;
         for item in set.iter().chain(&strangers) {
             let hash = item_hash(item);
             let want = solves_by_window(&ribbon, hash);
             assert_eq!(ribbon.solves(hash), want, "n={n} ε={error_rate}");
-            agreed += 1;
             yes += u64::from(want);
         }
-        assert_eq!(agreed, n as usize + strangers.len());
         assert!(
             yes >= n - ribbon.bumped().len() as u64,
             "members solve: n={n}"
